@@ -1,0 +1,58 @@
+// forja-cli's command registry. Each command lives in app/cli/cmd_<name>.cpp and registers itself:
+//
+//   static int run_info(forja::cli::Args& args) { ... }
+//   FORJA_CLI_COMMAND(info, "Show a model folder's facts", "info <model-dir> [--json]", run_info, {"json"});
+//
+// Commands throw forja::Error for anything the user can fix; main() prints it with its hint.
+#pragma once
+
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace forja::cli {
+
+// Parsed arguments after the command name: positionals, `--key value` / `--key=value` options, and the
+// boolean flags the command declared (a declared flag never swallows the next word).
+class Args {
+ public:
+  Args(const std::vector<std::string>& words, const std::set<std::string>& flags);
+
+  bool flag(const std::string& name) const { return flags_.count(name) > 0; }
+  std::optional<std::string> option(const std::string& name) const;
+  std::string option_or(const std::string& name, const std::string& fallback) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  // The i-th positional; throws forja::Error naming `what` when it is missing.
+  const std::string& positional(size_t i, const char* what) const;
+  // Throws forja::Error for any option or flag the command does not know.
+  void reject_unknown(std::initializer_list<const char*> known_options) const;
+
+ private:
+  std::vector<std::string> positionals_;
+  std::map<std::string, std::string> options_;
+  std::set<std::string> flags_;
+  std::set<std::string> declared_flags_;
+};
+
+struct Command {
+  std::string name;
+  std::string summary;
+  std::string usage;
+  int (*run)(Args&);
+  std::set<std::string> flags;
+};
+
+std::map<std::string, Command>& registry();
+
+struct Registrar {
+  explicit Registrar(Command c) { registry().emplace(c.name, std::move(c)); }
+};
+
+}  // namespace forja::cli
+
+#define FORJA_CLI_COMMAND(name, summary, usage, fn, ...) \
+  static const ::forja::cli::Registrar forja_cli_registrar_##name{                  \
+      ::forja::cli::Command{#name, summary, usage, fn, std::set<std::string> __VA_ARGS__}}

@@ -1,0 +1,56 @@
+// forja-cli: everything the window does, headless. Commands register themselves (command.h); this file only
+// dispatches and turns errors into readable messages and exit codes.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "forja/error.h"
+
+namespace {
+
+void print_help() {
+  std::printf("forja-cli %s — fine-tune and chat with LLMs on a local GPU\n\nUsage: forja-cli <command> [args]\n\n",
+              FORJA_VERSION);
+  for (const auto& [name, cmd] : forja::cli::registry()) {
+    std::printf("  %-10s %s\n", name.c_str(), cmd.summary.c_str());
+  }
+  std::printf("\nRun forja-cli <command> --help for a command's arguments.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
+    print_help();
+    return words.empty() ? 2 : 0;
+  }
+  if (words[0] == "--version") {
+    std::printf("forja-cli %s\n", FORJA_VERSION);
+    return 0;
+  }
+  auto& reg = forja::cli::registry();
+  auto it = reg.find(words[0]);
+  if (it == reg.end()) {
+    std::fprintf(stderr, "error: unknown command '%s'\nhint: run forja-cli help for the list\n", words[0].c_str());
+    return 2;
+  }
+  const forja::cli::Command& cmd = it->second;
+  try {
+    forja::cli::Args args(std::vector<std::string>(words.begin() + 1, words.end()), cmd.flags);
+    if (args.flag("help")) {
+      std::printf("Usage: forja-cli %s\n\n%s\n", cmd.usage.c_str(), cmd.summary.c_str());
+      return 0;
+    }
+    return cmd.run(args);
+  } catch (const forja::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.message().c_str());
+    if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: internal error: %s\n", e.what());
+    return 3;
+  }
+}

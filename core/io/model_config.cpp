@@ -1,0 +1,213 @@
+#include "forja/model_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "forja/error.h"
+#include "forja/file_util.h"
+
+namespace forja {
+using nlohmann::json;
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::Llama: return "llama";
+    case Family::Mistral: return "mistral";
+    case Family::Qwen2: return "qwen2";
+    case Family::Gpt2: return "gpt2";
+  }
+  return "?";
+}
+
+namespace {
+
+// Field readers: every message names the file and the field.
+class Fields {
+ public:
+  Fields(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& problem, const std::string& hint = {}) const {
+    throw_file_error(source_, problem, hint);
+  }
+  static std::string type_of(const json& v) {
+    return v.is_string() ? "a string" : v.is_boolean() ? "a boolean" : v.is_number_float() ? "a number"
+           : v.is_number() ? "an integer" : v.is_null() ? "null" : v.is_array() ? "a list" : "an object";
+  }
+  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+
+  int64_t integer(const char* key) const {
+    if (!has(key)) fail(std::string("field '") + key + "' is missing");
+    return integer_value(key, j_[key]);
+  }
+  int64_t integer_or(const char* key, int64_t fallback) const {
+    return has(key) ? integer_value(key, j_[key]) : fallback;
+  }
+  int64_t integer_value(const std::string& key, const json& v) const {
+    if (!v.is_number_integer()) fail("field '" + key + "' must be an integer, found " + type_of(v));
+    return v.get<int64_t>();
+  }
+  int64_t positive(const char* key) const {
+    int64_t v = integer(key);
+    if (v <= 0) fail(std::string("field '") + key + "' must be positive, found " + std::to_string(v));
+    return v;
+  }
+  double number_or(const char* key, double fallback) const { return has(key) ? number_value(key, j_[key]) : fallback; }
+  double number_value(const std::string& key, const json& v) const {
+    if (!v.is_number()) fail("field '" + key + "' must be a number, found " + type_of(v));
+    return v.get<double>();
+  }
+  bool boolean_or(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_boolean()) fail(std::string("field '") + key + "' must be true or false, found " + type_of(j_[key]));
+    return j_[key].get<bool>();
+  }
+  std::string string_or(const char* key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_string()) fail(std::string("field '") + key + "' must be a string, found " + type_of(j_[key]));
+    return j_[key].get<std::string>();
+  }
+  const json& raw() const { return j_; }
+
+ private:
+  const json& j_;
+  std::string source_;
+};
+
+RopeConfig parse_rope(const Fields& f) {
+  RopeConfig r;
+  const json& j = f.raw();
+  // 5.x: everything in rope_parameters; 4.x: rope_theta at the top, scaling (or null) in rope_scaling.
+  const json* params = nullptr;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) params = &j["rope_parameters"];
+  else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) params = &j["rope_scaling"];
+  r.theta = f.number_or("rope_theta", 10000.0);
+  if (!params) return r;
+  const json& p = *params;
+  auto num = [&](const char* key, double fallback) {
+    return p.contains(key) && !p[key].is_null() ? f.number_value(std::string("rope.") + key, p[key]) : fallback;
+  };
+  r.theta = num("rope_theta", r.theta);
+  if (p.contains("rope_type") && p["rope_type"].is_string()) r.type = p["rope_type"].get<std::string>();
+  else if (p.contains("type") && p["type"].is_string()) r.type = p["type"].get<std::string>();
+  r.factor = num("factor", 1.0);
+  if (r.type == "default") return r;
+  if (r.type == "linear") {
+    if (r.factor <= 0) f.fail("rope scaling factor must be positive");
+    return r;
+  }
+  if (r.type == "llama3") {
+    r.low_freq_factor = num("low_freq_factor", 1.0);
+    r.high_freq_factor = num("high_freq_factor", 4.0);
+    if (!p.contains("original_max_position_embeddings"))
+      f.fail("rope type llama3 needs 'original_max_position_embeddings'");
+    r.original_max_position_embeddings =
+        f.integer_value("rope.original_max_position_embeddings", p["original_max_position_embeddings"]);
+    if (r.factor <= 0 || r.high_freq_factor <= r.low_freq_factor || r.original_max_position_embeddings <= 0)
+      f.fail("rope type llama3 needs factor > 0, high_freq_factor > low_freq_factor and a positive original length");
+    return r;
+  }
+  f.fail("RoPE scaling type '" + r.type + "' is not supported yet", "Supported: default, linear, llama3.");
+}
+
+std::vector<int64_t> token_ids(const Fields& f, const char* key) {
+  const json& j = f.raw();
+  std::vector<int64_t> out;
+  if (!f.has(key)) return out;
+  if (j[key].is_array()) {
+    for (const auto& v : j[key]) out.push_back(f.integer_value(key, v));
+  } else {
+    out.push_back(f.integer_value(key, j[key]));
+  }
+  return out;
+}
+
+}  // namespace
+
+ModelConfig parse_model_config_text(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw_file_error(source, std::string("is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw_file_error(source, "is not a JSON object");
+  Fields f(j, source);
+  ModelConfig c;
+  c.path = source;
+  c.model_type = f.string_or("model_type", "");
+  if (c.model_type.empty()) f.fail("field 'model_type' is missing", "A Hugging Face config.json names its model_type.");
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string())
+    c.architecture = j["architectures"][0].get<std::string>();
+  c.torch_dtype = f.string_or("dtype", f.string_or("torch_dtype", ""));
+  c.vocab_size = f.positive("vocab_size");
+  auto bos = token_ids(f, "bos_token_id");
+  if (!bos.empty()) c.bos_token_id = bos[0];
+  c.eos_token_ids = token_ids(f, "eos_token_id");
+
+  if (c.model_type == "gpt2") {
+    c.family = Family::Gpt2;
+    if (c.architecture.empty()) c.architecture = "GPT2LMHeadModel";
+    c.hidden_size = f.positive("n_embd");
+    c.num_layers = f.positive("n_layer");
+    c.num_heads = f.positive("n_head");
+    c.num_kv_heads = c.num_heads;
+    c.max_position_embeddings = f.positive("n_positions");
+    c.intermediate_size = f.integer_or("n_inner", 4 * c.hidden_size);
+    c.norm_eps = f.number_or("layer_norm_epsilon", 1e-5);
+    c.hidden_act = f.string_or("activation_function", "gelu_new");
+    if (c.hidden_act != "gelu_new" && c.hidden_act != "gelu_pytorch_tanh" && c.hidden_act != "gelu")
+      f.fail("activation_function '" + c.hidden_act + "' is not supported", "Supported: gelu_new, gelu.");
+    c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", true);
+    c.qkv_bias = c.o_bias = c.mlp_bias = true;
+    if (f.boolean_or("scale_attn_by_inverse_layer_idx", false) || f.boolean_or("reorder_and_upcast_attn", false))
+      f.fail("scale_attn_by_inverse_layer_idx / reorder_and_upcast_attn are not supported");
+    if (!f.boolean_or("scale_attn_weights", true)) f.fail("scale_attn_weights=false is not supported");
+  } else if (c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "qwen2") {
+    c.family = c.model_type == "llama" ? Family::Llama : c.model_type == "mistral" ? Family::Mistral : Family::Qwen2;
+    c.hidden_size = f.positive("hidden_size");
+    c.intermediate_size = f.positive("intermediate_size");
+    c.num_layers = f.positive("num_hidden_layers");
+    c.num_heads = f.positive("num_attention_heads");
+    c.num_kv_heads = f.integer_or("num_key_value_heads", c.num_heads);
+    c.max_position_embeddings = f.integer_or("max_position_embeddings", 2048);
+    c.norm_eps = f.number_or("rms_norm_eps", 1e-6);
+    c.hidden_act = f.string_or("hidden_act", "silu");
+    if (c.hidden_act != "silu") f.fail("hidden_act '" + c.hidden_act + "' is not supported (expected silu)");
+    c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
+    c.head_dim = f.integer_or("head_dim", 0);
+    c.rope = parse_rope(f);
+    if (c.family == Family::Qwen2) {
+      c.qkv_bias = true;  // Qwen2 always has q/k/v biases and no o_proj bias.
+      if (f.boolean_or("use_sliding_window", false))
+        f.fail("use_sliding_window=true (Qwen2 per-layer sliding window) is not supported yet");
+    } else {
+      c.qkv_bias = c.o_bias = f.boolean_or("attention_bias", false);
+      c.mlp_bias = f.boolean_or("mlp_bias", false);
+    }
+    if (c.family == Family::Mistral && f.has("sliding_window")) {
+      c.sliding_window = f.integer("sliding_window");
+      if (*c.sliding_window <= 0) f.fail("field 'sliding_window' must be positive");
+    }
+  } else {
+    f.fail("model_type '" + c.model_type + "' is not supported",
+           "Forja supports the Llama family (llama, mistral, qwen2: Llama 2/3, Mistral, Qwen2, TinyLlama, SmolLM) "
+           "and gpt2.");
+  }
+  if (c.head_dim == 0) {
+    if (c.hidden_size % c.num_heads != 0)
+      f.fail("hidden size " + std::to_string(c.hidden_size) + " is not divisible by " + std::to_string(c.num_heads) +
+             " heads and no head_dim is given");
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
+    f.fail("num_key_value_heads " + std::to_string(c.num_kv_heads) + " must divide num_attention_heads " +
+           std::to_string(c.num_heads));
+  if (c.head_dim % 2 != 0 && c.family != Family::Gpt2) f.fail("head_dim must be even for rotary embeddings");
+  return c;
+}
+
+ModelConfig parse_model_config(const std::filesystem::path& config_json) {
+  return parse_model_config_text(read_text_file(config_json), config_json.string());
+}
+
+}  // namespace forja

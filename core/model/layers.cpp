@@ -1,0 +1,113 @@
+#include "layers.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "torch_compat.h"
+
+namespace forja {
+
+LinearImpl::LinearImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out, bool has_bias) {
+  weight = register_parameter("weight", w.get(name + ".weight", {out, in}), /*requires_grad=*/false);
+  if (has_bias) bias = register_parameter("bias", w.get(name + ".bias", {out}), false);
+}
+
+at::Tensor LinearImpl::forward(const at::Tensor& x) { return at::linear(x, weight, bias); }
+
+Conv1DImpl::Conv1DImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out) {
+  weight = register_parameter("weight", w.get(name + ".weight", {in, out}), false);
+  bias = register_parameter("bias", w.get(name + ".bias", {out}), false);
+}
+
+at::Tensor Conv1DImpl::forward(const at::Tensor& x) {
+  auto flat = x.reshape({-1, x.size(-1)});
+  auto out_shape = x.sizes().vec();
+  out_shape.back() = weight.size(1);
+  return at::addmm(bias, flat, weight).view(out_shape);
+}
+
+RMSNormImpl::RMSNormImpl(WeightProvider& w, const std::string& name, int64_t dim, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", w.get(name + ".weight", {dim}), false);
+}
+
+at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
+  at::Tensor xf = x.to(at::kFloat);
+  xf = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight * xf.to(x.scalar_type());
+}
+
+LayerNormImpl::LayerNormImpl(WeightProvider& w, const std::string& name, int64_t dim, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", w.get(name + ".weight", {dim}), false);
+  bias = register_parameter("bias", w.get(name + ".bias", {dim}), false);
+}
+
+at::Tensor LayerNormImpl::forward(const at::Tensor& x) {
+  return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
+}
+
+EmbeddingImpl::EmbeddingImpl(WeightProvider& w, const std::string& name, int64_t count, int64_t dim) {
+  weight = register_parameter("weight", w.get(name + ".weight", {count, dim}), false);
+}
+
+at::Tensor EmbeddingImpl::forward(const at::Tensor& ids) { return at::embedding(weight, ids); }
+
+at::Tensor rope_inv_freq(const RopeConfig& rope, int64_t head_dim) {
+  // transformers: 1 / (base ** (arange(0, dim, 2).float() / dim)), in fp32.
+  at::Tensor exponent = at::arange(0, head_dim, 2, at::kLong).to(at::kFloat) / static_cast<double>(head_dim);
+  at::Tensor inv_freq = 1.0 / at::pow(rope.theta, exponent);
+  if (rope.type == "linear") return inv_freq / rope.factor;
+  if (rope.type == "llama3") {
+    const double old_len = static_cast<double>(rope.original_max_position_embeddings);
+    const double low_freq_wavelen = old_len / rope.low_freq_factor;
+    const double high_freq_wavelen = old_len / rope.high_freq_factor;
+    at::Tensor wavelen = 2 * std::numbers::pi / inv_freq;
+    at::Tensor scaled = at::where(wavelen > low_freq_wavelen, inv_freq / rope.factor, inv_freq);
+    at::Tensor smooth = (old_len / wavelen - rope.low_freq_factor) / (rope.high_freq_factor - rope.low_freq_factor);
+    at::Tensor smoothed = (1 - smooth) * scaled / rope.factor + smooth * scaled;
+    at::Tensor medium = (wavelen < high_freq_wavelen).logical_not() & (wavelen > low_freq_wavelen).logical_not();
+    return at::where(medium, smoothed, scaled);
+  }
+  return inv_freq;
+}
+
+Rotary::Rotary(const RopeConfig& rope, int64_t head_dim) : inv_freq_(rope_inv_freq(rope, head_dim)) {}
+
+namespace {
+at::Tensor rotate_half(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> Rotary::apply(const at::Tensor& q, const at::Tensor& k,
+                                                const at::Tensor& positions) const {
+  // freqs[t, i] = pos[t] * inv_freq[i] in fp32; emb = [freqs, freqs]; cos/sin cast to the activations' dtype.
+  at::Tensor inv = inv_freq_.to(q.device());
+  at::Tensor freqs = positions.to(q.device(), at::kFloat).unsqueeze(1) * inv.unsqueeze(0);
+  at::Tensor emb = at::cat({freqs, freqs}, -1);
+  at::Tensor cos = emb.cos().to(q.scalar_type());
+  at::Tensor sin = emb.sin().to(q.scalar_type());
+  return {q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin};
+}
+
+at::Tensor repeat_kv(const at::Tensor& x, int64_t n_rep) {
+  if (n_rep == 1) return x;
+  const auto b = x.size(0), kv = x.size(1), t = x.size(2), d = x.size(3);
+  return x.unsqueeze(2).expand({b, kv, n_rep, t, d}).reshape({b, kv * n_rep, t, d});
+}
+
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t sliding_window) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  at::Tensor mask;
+  const int64_t tq = q.size(-2), tk = k.size(-2);
+  if (sliding_window > 0 && tk > sliding_window) {
+    // Query i (at absolute position i + tk - tq) sees keys j with 0 <= pos_i - j < sliding_window.
+    auto qi = at::arange(tk - tq, tk, q.options().dtype(at::kLong)).unsqueeze(1);
+    auto kj = at::arange(0, tk, q.options().dtype(at::kLong)).unsqueeze(0);
+    auto dist = qi - kj;
+    mask = (dist >= 0) & (dist < sliding_window);
+  }
+  return compat::sdpa(q, k, v, mask, /*is_causal=*/true, scale);
+}
+
+}  // namespace forja

@@ -1,0 +1,82 @@
+// Building blocks shared by the architectures. Parameters are registered under Hugging Face's names, so a
+// module's named_parameters() are the checkpoint's keys.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <string>
+
+#include "forja/model_config.h"
+#include "weights.h"
+
+namespace forja {
+
+// y = x Wᵀ + b, W stored [out, in] (nn.Linear).
+class LinearImpl : public torch::nn::Module {
+ public:
+  LinearImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out, bool bias);
+  at::Tensor forward(const at::Tensor& x);
+  at::Tensor weight, bias;
+};
+TORCH_MODULE(Linear);
+
+// y = x W + b, W stored [in, out] (GPT-2's Conv1D).
+class Conv1DImpl : public torch::nn::Module {
+ public:
+  Conv1DImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out);
+  at::Tensor forward(const at::Tensor& x);
+  at::Tensor weight, bias;
+};
+TORCH_MODULE(Conv1D);
+
+// Llama's RMSNorm: normalise in fp32, cast back, then scale (the order transformers uses).
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(WeightProvider& w, const std::string& name, int64_t dim, double eps);
+  at::Tensor forward(const at::Tensor& x);
+  at::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(RMSNorm);
+
+class LayerNormImpl : public torch::nn::Module {
+ public:
+  LayerNormImpl(WeightProvider& w, const std::string& name, int64_t dim, double eps);
+  at::Tensor forward(const at::Tensor& x);
+  at::Tensor weight, bias;
+  double eps;
+};
+TORCH_MODULE(LayerNorm);
+
+class EmbeddingImpl : public torch::nn::Module {
+ public:
+  EmbeddingImpl(WeightProvider& w, const std::string& name, int64_t count, int64_t dim);
+  at::Tensor forward(const at::Tensor& ids);
+  at::Tensor weight;
+};
+TORCH_MODULE(Embedding);
+
+// Rotary position embedding: inverse frequencies per config (default / linear / llama3), cos/sin per position.
+class Rotary {
+ public:
+  Rotary(const RopeConfig& rope, int64_t head_dim);
+  // q, k: [B, H, T, D]; positions: [T] (int64). Returns the rotated pair.
+  std::pair<at::Tensor, at::Tensor> apply(const at::Tensor& q, const at::Tensor& k, const at::Tensor& positions) const;
+  const at::Tensor& inv_freq() const { return inv_freq_; }  // fp32, CPU
+
+ private:
+  at::Tensor inv_freq_;
+};
+
+// Inverse frequencies as transformers computes them, in fp32.
+at::Tensor rope_inv_freq(const RopeConfig& rope, int64_t head_dim);
+
+// [B, KV, T, D] -> [B, KV * n_rep, T, D] (kv head h serves query heads h*n_rep .. h*n_rep+n_rep-1).
+at::Tensor repeat_kv(const at::Tensor& x, int64_t n_rep);
+
+// Causal attention over [B, H, T, D]; `sliding_window` > 0 limits each query to that many most recent positions.
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t sliding_window);
+
+}  // namespace forja

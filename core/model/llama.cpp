@@ -1,0 +1,72 @@
+#include "llama.h"
+
+namespace forja {
+
+LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, WeightProvider& w, const std::string& p)
+    : heads_(c.num_heads),
+      kv_heads_(c.num_kv_heads),
+      head_dim_(c.head_dim),
+      sliding_window_(c.sliding_window.value_or(0)) {
+  q_proj = register_module("q_proj", Linear(w, p + ".q_proj", c.hidden_size, heads_ * head_dim_, c.qkv_bias));
+  k_proj = register_module("k_proj", Linear(w, p + ".k_proj", c.hidden_size, kv_heads_ * head_dim_, c.qkv_bias));
+  v_proj = register_module("v_proj", Linear(w, p + ".v_proj", c.hidden_size, kv_heads_ * head_dim_, c.qkv_bias));
+  o_proj = register_module("o_proj", Linear(w, p + ".o_proj", heads_ * head_dim_, c.hidden_size, c.o_bias));
+}
+
+at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions) {
+  const int64_t b = x.size(0), t = x.size(1);
+  at::Tensor q = q_proj->forward(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
+  at::Tensor k = k_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+  at::Tensor v = v_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+  std::tie(q, k) = rope.apply(q, k, positions);
+  const int64_t n_rep = heads_ / kv_heads_;
+  at::Tensor out = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), sliding_window_);
+  return o_proj->forward(out.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+}
+
+LlamaMlpImpl::LlamaMlpImpl(const ModelConfig& c, WeightProvider& w, const std::string& p) {
+  gate_proj = register_module("gate_proj", Linear(w, p + ".gate_proj", c.hidden_size, c.intermediate_size, c.mlp_bias));
+  up_proj = register_module("up_proj", Linear(w, p + ".up_proj", c.hidden_size, c.intermediate_size, c.mlp_bias));
+  down_proj = register_module("down_proj", Linear(w, p + ".down_proj", c.intermediate_size, c.hidden_size, c.mlp_bias));
+}
+
+at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) {
+  return down_proj->forward(at::silu(gate_proj->forward(x)) * up_proj->forward(x));
+}
+
+LlamaBlockImpl::LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const std::string& p) {
+  input_layernorm = register_module("input_layernorm", RMSNorm(w, p + ".input_layernorm", c.hidden_size, c.norm_eps));
+  self_attn = register_module("self_attn", LlamaAttention(c, w, p + ".self_attn"));
+  post_attention_layernorm = register_module(
+      "post_attention_layernorm", RMSNorm(w, p + ".post_attention_layernorm", c.hidden_size, c.norm_eps));
+  mlp = register_module("mlp", LlamaMlp(c, w, p + ".mlp"));
+}
+
+at::Tensor LlamaBlockImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions) {
+  at::Tensor h = x + self_attn->forward(input_layernorm->forward(x), rope, positions);
+  return h + mlp->forward(post_attention_layernorm->forward(h));
+}
+
+LlamaModel::LlamaModel(const ModelConfig& c, WeightProvider& w) : CausalLM(c), rope_(c.rope, c.head_dim) {
+  body_ = register_module("model", std::make_shared<torch::nn::Module>());
+  embed_tokens_ = body_->register_module("embed_tokens", Embedding(w, "model.embed_tokens", c.vocab_size, c.hidden_size));
+  layers_ = body_->register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    layers_->push_back(LlamaBlock(c, w, "model.layers." + std::to_string(i)));
+  norm_ = body_->register_module("norm", RMSNorm(w, "model.norm", c.hidden_size, c.norm_eps));
+  // A checkpoint may carry lm_head.weight even when tied; the tie decides, as in transformers.
+  if (!c.tie_word_embeddings) lm_head_ = register_module("lm_head", Linear(w, "lm_head", c.hidden_size, c.vocab_size, false));
+  else if (w.has("lm_head.weight")) w.get("lm_head.weight", {c.vocab_size, c.hidden_size});
+}
+
+at::Tensor LlamaModel::forward(const at::Tensor& input_ids) {
+  TORCH_CHECK(input_ids.dim() == 2, "input_ids must be [batch, seq]");
+  const int64_t t = input_ids.size(1);
+  at::Tensor positions = at::arange(t, input_ids.options().dtype(at::kLong));
+  at::Tensor h = embed_tokens_->forward(input_ids);
+  for (const auto& layer : *layers_) h = layer->as<LlamaBlock>()->forward(h, rope_, positions);
+  h = norm_->forward(h);
+  return lm_head_ ? lm_head_->forward(h) : at::linear(h, embed_tokens_->weight);
+}
+
+}  // namespace forja

@@ -1,0 +1,55 @@
+// The Llama family: Llama 2/3, Mistral (sliding window), Qwen2 (q/k/v biases), TinyLlama, SmolLM (tied head).
+// Pre-norm decoder: RMSNorm, GQA attention with RoPE, SwiGLU MLP.
+#pragma once
+
+#include <torch/nn/modules/container/modulelist.h>
+
+#include "causal_lm.h"
+#include "layers.h"
+
+namespace forja {
+
+class LlamaAttentionImpl : public torch::nn::Module {
+ public:
+  LlamaAttentionImpl(const ModelConfig& c, WeightProvider& w, const std::string& prefix);
+  at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions);
+  Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_, sliding_window_;
+};
+TORCH_MODULE(LlamaAttention);
+
+class LlamaMlpImpl : public torch::nn::Module {
+ public:
+  LlamaMlpImpl(const ModelConfig& c, WeightProvider& w, const std::string& prefix);
+  at::Tensor forward(const at::Tensor& x);
+  Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(LlamaMlp);
+
+class LlamaBlockImpl : public torch::nn::Module {
+ public:
+  LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const std::string& prefix);
+  at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions);
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  LlamaAttention self_attn{nullptr};
+  LlamaMlp mlp{nullptr};
+};
+TORCH_MODULE(LlamaBlock);
+
+class LlamaModel : public CausalLM {
+ public:
+  LlamaModel(const ModelConfig& c, WeightProvider& w);
+  at::Tensor forward(const at::Tensor& input_ids) override;
+
+ private:
+  std::shared_ptr<torch::nn::Module> body_;  // "model": embed_tokens, layers, norm
+  Embedding embed_tokens_{nullptr};
+  torch::nn::ModuleList layers_{nullptr};
+  RMSNorm norm_{nullptr};
+  Linear lm_head_{nullptr};  // null when tied to embed_tokens
+  Rotary rope_;
+};
+
+}  // namespace forja

@@ -1,0 +1,103 @@
+// Reference parity on the CPU in fp32: each fixture model, loaded from the files transformers saved, must give
+// transformers' logits (max abs error <= 1e-4, the bar issue 2 sets) and its greedy continuation.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <ATen/core/grad_mode.h>
+
+#include "causal_lm.h"
+#include "forja/error.h"
+#include "forja/file_util.h"
+#include "reference.h"
+#include "score.h"
+
+using namespace forja;
+
+class TestModelParity : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void logits_data() {
+    QTest::addColumn<QString>("model");
+    for (const auto& m : forja_test::fixture_models()) QTest::newRow(m.c_str()) << QString::fromStdString(m);
+  }
+  void logits() {
+    QFETCH(QString, model);
+    const std::string name = model.toStdString();
+    auto lm = load_causal_lm(forja_test::fixture_dir(name), {at::kFloat, at::kCPU});
+    at::NoGradGuard no_grad;
+    at::Tensor ids = forja_test::expected(name, "input_ids");
+    at::Tensor ref = forja_test::expected(name, "logits");
+    at::Tensor out = lm->forward(ids);
+    QCOMPARE(out.sizes().vec(), ref.sizes().vec());
+    const double err = forja_test::max_abs_error(out, ref);
+    qInfo("%s: max |logit - transformers| = %.3g", name.c_str(), err);
+    QVERIFY2(err <= 1e-4, qPrintable(QString("max abs error %1").arg(err)));
+  }
+
+  void greedy_data() { logits_data(); }
+  void greedy() {
+    // transformers' generate(do_sample=False) continuation, recomputed here by full forward passes.
+    QFETCH(QString, model);
+    const std::string name = model.toStdString();
+    auto lm = load_causal_lm(forja_test::fixture_dir(name), {at::kFloat, at::kCPU});
+    at::NoGradGuard no_grad;
+    at::Tensor seq = forja_test::expected(name, "gen_prompt");
+    at::Tensor want = forja_test::expected(name, "gen_output");
+    while (seq.size(1) < want.size(1)) {
+      at::Tensor next = lm->forward(seq).select(1, seq.size(1) - 1).argmax(-1, true);
+      seq = at::cat({seq, next}, 1);
+    }
+    QVERIFY2(at::equal(seq, want), qPrintable(QString::fromStdString(name)));
+  }
+
+  void dtypes() {
+    // llama3 is stored in bf16: by default it loads in bf16, on request in fp32 (the fixture's storage dtypes).
+    QCOMPARE(load_causal_lm(forja_test::fixture_dir("llama3"))->dtype(), at::kBFloat16);
+    QCOMPARE(load_causal_lm(forja_test::fixture_dir("mistral"))->dtype(), at::kHalf);
+    auto bf = load_causal_lm(forja_test::fixture_dir("qwen2"), {at::kBFloat16, at::kCPU});
+    at::NoGradGuard no_grad;
+    at::Tensor out = bf->forward(forja_test::expected("qwen2", "input_ids"));
+    QCOMPARE(out.scalar_type(), at::kBFloat16);
+    // bf16 keeps ~3 significant digits: the bar for bf16 parity in issue 2 is a relative error of 2e-2.
+    QVERIFY(forja_test::relative_error(out, forja_test::expected("qwen2", "logits")) < 2e-2);
+  }
+
+  void score() {
+    auto lm = load_causal_lm(forja_test::fixture_dir("llama"), {at::kFloat, at::kCPU});
+    at::Tensor ids = forja_test::expected("llama", "input_ids")[0];
+    std::vector<int64_t> seq(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    auto s = score_sequences(*lm, {seq});
+    // Expected from transformers' logits: log_softmax(logits[t-1])[ids[t]].
+    at::Tensor logp = at::log_softmax(forja_test::expected("llama", "logits")[0], -1);
+    double total = 0;
+    for (size_t t = 1; t < seq.size(); ++t) {
+      const double want = logp[static_cast<int64_t>(t) - 1][seq[t]].item<double>();
+      QVERIFY(std::abs(s[0].token_logprobs[t - 1] - want) < 1e-4);
+      total += want;
+    }
+    QVERIFY(std::abs(s[0].perplexity - std::exp(-total / double(seq.size() - 1))) < 1e-3 * s[0].perplexity);
+    QVERIFY_THROWS_EXCEPTION(forja::Error, score_sequences(*lm, {{1, 2, 999}}));  // id outside vocab 320
+    QVERIFY_THROWS_EXCEPTION(forja::Error, score_sequences(*lm, {std::vector<int64_t>(129, 1)}));  // context 128
+  }
+
+  void weightsThatDoNotMatch() {
+    // A config.json that says 3 layers for a 2-layer checkpoint: the error names the folder and the tensor.
+    QTemporaryDir dir;
+    const std::filesystem::path d = dir.path().toStdString();
+    for (const auto& e : std::filesystem::directory_iterator(forja_test::fixture_dir("smollm")))
+      std::filesystem::copy(e.path(), d / e.path().filename());
+    std::string cfg = forja::read_text_file(d / "config.json");
+    cfg.replace(cfg.find("\"num_hidden_layers\": 2"), 22, "\"num_hidden_layers\": 3");
+    forja::write_file_atomic(d / "config.json", cfg);
+    try {
+      load_causal_lm(d);
+      QFAIL("expected an error");
+    } catch (const forja::Error& e) {
+      QVERIFY2(e.message().find("model.layers.2") != std::string::npos, e.message().c_str());
+      QVERIFY(e.message().find(d.string()) != std::string::npos);
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestModelParity)
+#include "test_model_parity.moc"
