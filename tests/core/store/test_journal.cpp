@@ -1,0 +1,397 @@
+// Tests of forja::Journal: schema and migrations, the queries, two connections at once, and a writer process
+// killed with SIGKILL mid-write.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <sqlite3.h>
+
+#include "forja/error.h"
+#include "forja/journal.h"
+
+using forja::Journal;
+using forja::MetricPoint;
+using forja::RunStatus;
+
+namespace {
+
+std::filesystem::path temp_file(const QTemporaryDir& dir, const char* name) {
+  return std::filesystem::path(dir.path().toStdString()) / name;
+}
+
+forja::NewRun sample_run(const std::string& name) {
+  forja::NewRun r;
+  r.name = name;
+  r.model_dir = "/models/tiny";
+  r.dataset_path = "/data/qa.jsonl";
+  r.config_json = R"({"lr":0.0002})";
+  r.total_steps = 100;
+  return r;
+}
+
+// One step's point with only the fields a test names set (designated initializers would warn under -Wextra).
+MetricPoint point(int64_t step, std::optional<double> loss) {
+  MetricPoint p;
+  p.step = step;
+  p.loss = loss;
+  return p;
+}
+
+// Runs one SQL statement through the raw C API, to set up files the journal has to cope with.
+void raw_exec(const std::filesystem::path& path, const char* sql) {
+  sqlite3* db = nullptr;
+  QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  QCOMPARE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+}  // namespace
+
+class TestJournal : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void createsSchemaInWalMode();
+  void refusesNewerSchema();
+  void refusesForeignDatabase();
+  void refusesNonDatabaseFile();
+  void runLifecycle();
+  void metricsMergeAndPoll();
+  void deleteRunCascades();
+  void markInterrupted();
+  void chatsAndMessages();
+  void twoConnectionsSeeEachOther();
+  void secondWriterWaitsForFirst();
+  void survivesSigkillOfWriter();
+};
+
+void TestJournal::createsSchemaInWalMode() {
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "sub/journal.db");  // the folder does not exist yet
+  {
+    Journal j(path);
+    QCOMPARE(j.schema_version(), Journal::kSchemaVersion);
+    QCOMPARE(QString::fromStdString(j.integrity_check()), QStringLiteral("ok"));
+  }
+  // Reopening an up-to-date journal is a no-op, and WAL mode is a property of the file.
+  Journal again(path);
+  QCOMPARE(again.schema_version(), Journal::kSchemaVersion);
+  sqlite3* db = nullptr;
+  QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  QCOMPARE(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr), SQLITE_OK);
+  QCOMPARE(sqlite3_step(st), SQLITE_ROW);
+  QCOMPARE(QString::fromUtf8(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))),
+           QStringLiteral("wal"));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+void TestJournal::refusesNewerSchema() {
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "journal.db");
+  { Journal j(path); }
+  // 999: any version above the one this build knows.
+  raw_exec(path, "PRAGMA user_version=999");
+  try {
+    Journal j(path);
+    QFAIL("a journal from a newer Forja was opened");
+  } catch (const forja::Error& e) {
+    QVERIFY2(e.message().find(path.string()) != std::string::npos, e.what());
+    QVERIFY2(e.message().find("999") != std::string::npos, e.what());
+    QVERIFY(!e.hint().empty());
+  }
+}
+
+void TestJournal::refusesForeignDatabase() {
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "other.db");
+  raw_exec(path, "CREATE TABLE photos(id INTEGER)");
+  try {
+    Journal j(path);
+    QFAIL("another program's database was taken for a journal");
+  } catch (const forja::Error& e) {
+    QVERIFY2(e.message().find("not a Forja journal") != std::string::npos, e.what());
+  }
+  // And it was left alone.
+  sqlite3* db = nullptr;
+  QCOMPARE(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  QCOMPARE(sqlite3_exec(db, "SELECT id FROM photos", nullptr, nullptr, nullptr), SQLITE_OK);
+  QCOMPARE(sqlite3_exec(db, "SELECT id FROM runs", nullptr, nullptr, nullptr), SQLITE_ERROR);
+  sqlite3_close(db);
+}
+
+void TestJournal::refusesNonDatabaseFile() {
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "notes.db");
+  std::ofstream(path) << std::string(4096, 'x');  // a page's worth of text: clearly not an SQLite header
+  try {
+    Journal j(path);
+    QFAIL("a text file was taken for a journal");
+  } catch (const forja::Error& e) {
+    QVERIFY2(e.message().find(path.string()) != std::string::npos, e.what());
+    QVERIFY2(e.hint().find("not a Forja journal") != std::string::npos, e.hint().c_str());
+  }
+}
+
+void TestJournal::runLifecycle() {
+  QTemporaryDir dir;
+  Journal j(temp_file(dir, "journal.db"));
+  const int64_t first = j.create_run(sample_run("first"));
+  const int64_t second = j.create_run(sample_run("second"));
+  QVERIFY(first != second);
+
+  auto r = j.run(first);
+  QVERIFY(r);
+  QCOMPARE(r->name, std::string("first"));
+  QCOMPARE(r->config_json, std::string(R"({"lr":0.0002})"));
+  QCOMPARE(r->status, RunStatus::Running);
+  QVERIFY(!r->ended_at_ms);
+  QCOMPARE(r->last_step, int64_t(-1));
+
+  j.append_metrics(first, {point(0, 3.5), point(1, 3.25)});
+  j.finish_run(first, RunStatus::Completed, 3.25, std::nullopt, "/adapters/first");
+  r = j.run(first);
+  QCOMPARE(r->status, RunStatus::Completed);
+  QCOMPARE(*r->final_loss, 3.25);
+  QVERIFY(!r->final_eval_loss);
+  QCOMPARE(r->adapter_path, std::string("/adapters/first"));
+  QVERIFY(r->ended_at_ms && *r->ended_at_ms >= r->started_at_ms);
+  QCOMPARE(r->last_step, int64_t(1));
+
+  j.fail_run(second, "data.jsonl:3: not JSON", "Fix line 3.");
+  r = j.run(second);
+  QCOMPARE(r->status, RunStatus::Failed);
+  QCOMPARE(r->error_message, std::string("data.jsonl:3: not JSON"));
+  QCOMPARE(r->error_hint, std::string("Fix line 3."));
+
+  const auto all = j.runs();
+  QCOMPARE(all.size(), size_t(2));
+  QVERIFY(!j.run(second + 100));
+  QVERIFY_THROWS_EXCEPTION(forja::Error, forja::run_status_from_string("sleeping"));
+}
+
+void TestJournal::metricsMergeAndPoll() {
+  QTemporaryDir dir;
+  Journal j(temp_file(dir, "journal.db"));
+  const int64_t run = j.create_run(sample_run("m"));
+  std::vector<MetricPoint> batch;
+  for (int step = 0; step < 10; ++step) {
+    MetricPoint p = point(step, 4.0 - 0.1 * step);
+    p.lr = 1e-4;
+    p.tokens_per_s = 1000.0 + step;
+    p.gpu_memory_bytes = int64_t(1) << 30;
+    batch.push_back(p);
+  }
+  j.append_metrics(run, batch);
+  // The eval loss of step 4 arrives later and must not erase the step's training loss.
+  MetricPoint eval = point(4, std::nullopt);
+  eval.eval_loss = 3.75;
+  j.append_metrics(run, {eval});
+
+  auto all = j.metrics(run);
+  QCOMPARE(all.size(), size_t(10));
+  QCOMPARE(all[4].step, int64_t(4));
+  QCOMPARE(*all[4].loss, 4.0 - 0.1 * 4);
+  QCOMPARE(*all[4].eval_loss, 3.75);
+  QCOMPARE(*all[4].tokens_per_s, 1004.0);
+  QCOMPARE(*all[4].gpu_memory_bytes, int64_t(1) << 30);
+  QVERIFY(!all[3].eval_loss);
+  QVERIFY(!all[3].grad_norm);
+  QVERIFY(all[3].time_ms > 0);
+
+  const auto tail = j.metrics(run, 6);  // a reader that already has steps 0..6
+  QCOMPARE(tail.size(), size_t(3));
+  QCOMPARE(tail.front().step, int64_t(7));
+  QCOMPARE(tail.back().step, int64_t(9));
+}
+
+void TestJournal::deleteRunCascades() {
+  QTemporaryDir dir;
+  Journal j(temp_file(dir, "journal.db"));
+  const int64_t keep = j.create_run(sample_run("keep"));
+  const int64_t drop = j.create_run(sample_run("drop"));
+  for (int64_t id : {keep, drop}) {
+    j.append_metrics(id, {point(0, 1.0)});
+    j.add_checkpoint(id, 0, "/ckpt/" + std::to_string(id), 1.0);
+  }
+  const int64_t chat = j.create_chat("about drop", "/models/tiny", "/adapters/drop", drop);
+  QVERIFY(j.delete_run(drop));
+  QVERIFY(!j.delete_run(drop));
+  QVERIFY(!j.run(drop));
+  QVERIFY(j.metrics(drop).empty());
+  QVERIFY(j.checkpoints(drop).empty());
+  QCOMPARE(j.metrics(keep).size(), size_t(1));
+  QCOMPARE(j.checkpoints(keep).size(), size_t(1));
+  // A chat outlives the run it came from; it only forgets the link.
+  const auto chats = j.chats();
+  QCOMPARE(chats.size(), size_t(1));
+  QCOMPARE(chats[0].id, chat);
+  QVERIFY(!chats[0].run_id);
+}
+
+void TestJournal::markInterrupted() {
+  QTemporaryDir dir;
+  Journal j(temp_file(dir, "journal.db"));
+  auto alive = sample_run("alive");
+  alive.worker_pid = 1111;  // pids chosen by the test; is_alive below decides which one lives
+  auto dead = sample_run("dead");
+  dead.worker_pid = 2222;
+  const int64_t a = j.create_run(alive);
+  const int64_t d = j.create_run(dead);
+  const int64_t done = j.create_run(dead);
+  j.finish_run(done, RunStatus::Completed, 1.0, 1.0, "");
+  QCOMPARE(j.mark_interrupted([](int64_t pid) { return pid == 1111; }), 1);
+  QCOMPARE(j.run(a)->status, RunStatus::Running);
+  QCOMPARE(j.run(d)->status, RunStatus::Interrupted);
+  QVERIFY(j.run(d)->ended_at_ms);
+  QCOMPARE(j.run(done)->status, RunStatus::Completed);
+}
+
+void TestJournal::chatsAndMessages() {
+  QTemporaryDir dir;
+  Journal j(temp_file(dir, "journal.db"));
+  const int64_t older = j.create_chat("older", "/m", "", std::nullopt);
+  const int64_t newer = j.create_chat("newer", "/m", "/a", std::nullopt);
+  j.add_message(newer, "user", "Olá");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // so updated_at differs at ms resolution
+  j.add_message(older, "system", "Be brief.");
+  j.add_message(older, "user", "What is LoRA?");
+  j.add_message(older, "assistant", "A low-rank adapter.");
+  QVERIFY_THROWS_EXCEPTION(forja::Error, j.add_message(older, "robot", "beep"));
+
+  const auto chats = j.chats();
+  QCOMPARE(chats.size(), size_t(2));
+  QCOMPARE(chats[0].id, older);  // it got the last message
+  const auto msgs = j.messages(older);
+  QCOMPARE(msgs.size(), size_t(3));
+  QCOMPARE(msgs[0].role, std::string("system"));
+  QCOMPARE(msgs[2].content, std::string("A low-rank adapter."));
+  QCOMPARE(j.messages(newer)[0].content, std::string("Olá"));
+  QVERIFY(j.delete_chat(older));
+  QVERIFY(j.messages(older).empty());
+  QCOMPARE(j.chats().size(), size_t(1));
+}
+
+void TestJournal::twoConnectionsSeeEachOther() {
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "journal.db");
+  Journal writer(path);
+  Journal reader(path);
+  const int64_t run = writer.create_run(sample_run("shared"));
+  QCOMPARE(reader.run(run)->name, std::string("shared"));
+  int64_t seen = -1;
+  for (int step = 0; step < 50; ++step) {
+    writer.append_metrics(run, {point(step, 1.0 / (step + 1))});
+    for (const auto& p : reader.metrics(run, seen)) {
+      QCOMPARE(p.step, seen + 1);  // the reader polls and never misses or repeats a step
+      seen = p.step;
+    }
+  }
+  QCOMPARE(seen, int64_t(49));
+  reader.finish_run(run, RunStatus::Stopped, 0.5, std::nullopt, "");
+  QCOMPARE(writer.run(run)->status, RunStatus::Stopped);
+}
+
+void TestJournal::secondWriterWaitsForFirst() {
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "journal.db");
+  Journal first(path);
+  const int64_t run = first.create_run(sample_run("busy"));
+
+  // Hold the write lock from a raw connection for a while; the journal's busy timeout must wait it out.
+  sqlite3* holder = nullptr;
+  QCOMPARE(sqlite3_open(path.c_str(), &holder), SQLITE_OK);
+  QCOMPARE(sqlite3_exec(holder, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::atomic_bool released{false};
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well under the 5 s busy timeout
+    released = true;
+    sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  bool waited = false;
+  try {
+    first.append_metrics(run, {point(0, 2.0)});
+    waited = released.load();
+  } catch (const forja::Error& e) {
+    qWarning("%s", e.what());
+  }
+  release.join();
+  sqlite3_close(holder);
+  QVERIFY2(waited, "the write went through while another connection held the lock");
+  QCOMPARE(first.metrics(run).size(), size_t(1));
+}
+
+void TestJournal::survivesSigkillOfWriter() {
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "journal.db");
+  int64_t run = 0;
+  {
+    Journal setup(path);
+    run = setup.create_run(sample_run("victim"));
+  }
+  int ack[2];
+  QCOMPARE(pipe(ack), 0);
+  const pid_t child = fork();
+  QVERIFY(child >= 0);
+  if (child == 0) {
+    // The child opens its own connection (SQLite connections must not cross a fork) and writes one step per
+    // transaction, reporting each step on the pipe only after its commit returned.
+    close(ack[0]);
+    try {
+      Journal j(path);
+      for (int64_t step = 0;; ++step) {
+        MetricPoint p = point(step, 1.0);
+        p.tokens_per_s = double(step);
+        j.append_metrics(run, {p});
+        if (step % 7 == 0) j.add_checkpoint(run, step, "/ckpt/" + std::to_string(step), 1.0);
+        if (write(ack[1], &step, sizeof step) != sizeof step) _exit(2);
+      }
+    } catch (...) {
+      _exit(3);
+    }
+  }
+  close(ack[1]);
+  // Read while the child writes: the window's side of the bargain must not fail with "database is locked".
+  Journal reader(path);
+  int64_t last_acked = -1;
+  int64_t step = 0;
+  // 300 commits: enough to be mid-stream with checkpoints among them, quick on a slow disk.
+  while (last_acked < 300 && read(ack[0], &step, sizeof step) == sizeof step) {
+    last_acked = step;
+    if (step % 50 == 0) QVERIFY(reader.metrics(run).size() >= size_t(step + 1));
+  }
+  QCOMPARE(kill(child, SIGKILL), 0);
+  int status = 0;
+  QCOMPARE(waitpid(child, &status, 0), child);
+  QVERIFY2(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the writer ended before it was killed");
+  while (read(ack[0], &step, sizeof step) == sizeof step) last_acked = step;  // acks still in the pipe
+  close(ack[0]);
+
+  Journal after(path);
+  QCOMPARE(QString::fromStdString(after.integrity_check()), QStringLiteral("ok"));
+  const auto points = after.metrics(run);
+  // Every acknowledged commit is there; at most one more (committed, killed before its ack).
+  QVERIFY2(points.size() == size_t(last_acked + 1) || points.size() == size_t(last_acked + 2),
+           qPrintable(QStringLiteral("%1 rows, last ack %2").arg(points.size()).arg(last_acked)));
+  for (size_t i = 0; i < points.size(); ++i) {
+    QCOMPARE(points[i].step, int64_t(i));
+    QCOMPARE(*points[i].tokens_per_s, double(i));
+  }
+  const auto ckpts = after.checkpoints(run);
+  QVERIFY(ckpts.size() >= size_t(last_acked / 7 + 1));
+  // The journal is still writable after the crash.
+  after.set_run_status(run, RunStatus::Interrupted);
+  QCOMPARE(after.run(run)->status, RunStatus::Interrupted);
+}
+
+QTEST_GUILESS_MAIN(TestJournal)
+#include "test_journal.moc"

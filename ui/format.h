@@ -1,0 +1,22 @@
+// How the window writes numbers, sizes and times: one place, so every pane says "1.25 GiB" the same way.
+#pragma once
+
+#include <QString>
+
+#include <cstdint>
+#include <optional>
+
+namespace forja::ui {
+
+// Binary units, two significant decimals: "512 B", "3.00 KiB", "1.25 GiB".
+QString format_bytes(int64_t bytes);
+// "135 M", "1.10 B", "7.24 B": parameter counts the way model cards write them.
+QString format_count(int64_t count);
+// "42 s", "3 min 05 s", "2 h 10 min".
+QString format_duration_ms(int64_t ms);
+// Local date and time of a journal timestamp (ms since the epoch).
+QString format_timestamp_ms(int64_t ms);
+// A loss with 4 decimals, or an em dash when there is none.
+QString format_loss(std::optional<double> loss);
+
+}  // namespace forja::ui

@@ -1,0 +1,195 @@
+// MainWindow: assembly of panes, menus, shortcuts and the persisted window state.
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QFileInfo>
+#include <QKeySequence>
+#include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QStatusBar>
+
+#include <signal.h>
+
+#include <cerrno>
+
+#include "app_paths.h"
+#include "forja/error.h"
+#include "forja/journal.h"
+#include "job_status_widget.h"
+#include "jobs/job_monitor.h"
+#include "panes/model_pane.h"
+#include "panes/runs_pane.h"
+
+namespace forja::ui {
+namespace {
+
+const char* const kGeometryKey = "MainWindow/geometry";
+const char* const kStateKey = "MainWindow/state";
+const char* const kSplitterKey = "MainWindow/splitter";
+const char* const kPaneKey = "MainWindow/pane";
+
+// A worker process that is gone leaves its run marked Running; kill(pid, 0) asks whether the pid still
+// exists. (A reused pid makes a dead run look alive until that process ends too: the safe side of the
+// mistake.)
+bool process_alive(int64_t pid) {
+  if (pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(parent) {
+  setObjectName(QStringLiteral("MainWindow"));
+  setWindowTitle(tr("Forja"));
+  setWindowIcon(QIcon(QStringLiteral(":/icons/forja.svg")));
+  jobs_ = new JobMonitor(this);
+  context_.jobs = jobs_;
+  open_journal(options.journal_path.isEmpty() ? default_journal_path() : options.journal_path);
+
+  sidebar_ = new QListWidget;
+  sidebar_->setObjectName(QStringLiteral("sidebar"));
+  sidebar_->setIconSize(QSize(22, 22));
+  sidebar_->setSpacing(2);
+  sidebar_->setFrameShape(QFrame::NoFrame);
+  sidebar_->setMinimumWidth(120);
+  stack_ = new QStackedWidget;
+  stack_->setObjectName(QStringLiteral("paneStack"));
+  splitter_ = new QSplitter;
+  splitter_->setObjectName(QStringLiteral("mainSplitter"));
+  splitter_->addWidget(sidebar_);
+  splitter_->addWidget(stack_);
+  splitter_->setStretchFactor(1, 1);
+  splitter_->setChildrenCollapsible(false);
+  splitter_->setSizes({150, 850});
+  setCentralWidget(splitter_);
+
+  model_pane_ = new ModelPane(context_);
+  runs_pane_ = new RunsPane(context_);
+  add_pane(model_pane_);
+  add_pane(runs_pane_);
+  connect(sidebar_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
+  connect(model_pane_, &ModelPane::recent_changed, this, &MainWindow::rebuild_recent_menu);
+  connect(model_pane_, &ModelPane::model_opened, this, [this](const forja::ModelInfo& info) {
+    setWindowTitle(tr("%1 — Forja").arg(QFileInfo(QString::fromStdString(info.dir.string())).fileName()));
+  });
+
+  statusBar()->addWidget(new JobStatusWidget(jobs_), 1);
+  build_menus();
+  sidebar_->setCurrentRow(0);
+  restore_state();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::open_journal(const QString& path) {
+  try {
+    context_.journal = std::make_shared<forja::Journal>(path.toStdString());
+    context_.journal->mark_interrupted(process_alive);
+  } catch (const forja::Error& e) {
+    context_.journal.reset();
+    context_.journal_error = QString::fromStdString(e.message());
+    context_.journal_hint = QString::fromStdString(e.hint());
+  }
+}
+
+void MainWindow::add_pane(Pane* pane) {
+  panes_.push_back(pane);
+  stack_->addWidget(pane);
+  auto* item = new QListWidgetItem(pane->icon(), pane->title(), sidebar_);
+  item->setSizeHint(QSize(0, 34));
+}
+
+int MainWindow::current_pane() const {
+  return stack_->currentIndex();
+}
+
+void MainWindow::show_pane(int index) {
+  if (index >= 0 && index < pane_count()) sidebar_->setCurrentRow(index);
+}
+
+void MainWindow::open_model(const QString& dir) {
+  show_pane(0);
+  model_pane_->open(dir);
+}
+
+void MainWindow::build_menus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open =
+      file->addAction(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("&Open Model Folder…"));
+  open->setObjectName(QStringLiteral("actionOpenModel"));
+  open->setShortcut(QKeySequence(tr("Ctrl+O")));
+  connect(open, &QAction::triggered, this, [this] {
+    show_pane(0);
+    model_pane_->open_dialog();
+  });
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  rebuild_recent_menu();
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"));
+  quit->setObjectName(QStringLiteral("actionQuit"));
+  quit->setShortcut(QKeySequence(tr("Ctrl+Q")));
+  quit->setMenuRole(QAction::QuitRole);
+  connect(quit, &QAction::triggered, this, &QWidget::close);
+
+  view_menu_ = menuBar()->addMenu(tr("&View"));
+  for (int i = 0; i < pane_count(); ++i) {
+    QAction* a = view_menu_->addAction(pane(i)->icon(), pane(i)->title());
+    a->setObjectName(QStringLiteral("actionPane%1").arg(i + 1));
+    // Ctrl+1..9 as in browsers and editors; a tenth pane would go without a shortcut.
+    if (i < 9) a->setShortcut(QKeySequence(tr("Ctrl+%1").arg(i + 1)));
+    connect(a, &QAction::triggered, this, [this, i] { show_pane(i); });
+  }
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* about = help->addAction(tr("&About Forja"));
+  connect(about, &QAction::triggered, this, [this] {
+    QMessageBox::about(this, tr("About Forja"),
+                       tr("<b>Forja %1</b><p>LoRA fine-tuning and chat for open language models on your own "
+                          "NVIDIA GPU, with no Python to install.</p>")
+                           .arg(QStringLiteral(FORJA_VERSION)));
+  });
+}
+
+void MainWindow::rebuild_recent_menu() {
+  if (!recent_menu_) return;
+  recent_menu_->clear();
+  const QStringList recent = model_pane_->recent();
+  for (const QString& dir : recent) {
+    QAction* a = recent_menu_->addAction(QDir::toNativeSeparators(dir));
+    connect(a, &QAction::triggered, this, [this, dir] { open_model(dir); });
+  }
+  recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::restore_state() {
+  QSettings settings;
+  if (!restoreGeometry(settings.value(QLatin1String(kGeometryKey)).toByteArray())) resize(1100, 720);
+  restoreState(settings.value(QLatin1String(kStateKey)).toByteArray());
+  splitter_->restoreState(settings.value(QLatin1String(kSplitterKey)).toByteArray());
+  show_pane(settings.value(QLatin1String(kPaneKey), 0).toInt());
+}
+
+void MainWindow::save_state() {
+  QSettings settings;
+  settings.setValue(QLatin1String(kGeometryKey), saveGeometry());
+  settings.setValue(QLatin1String(kStateKey), saveState());
+  settings.setValue(QLatin1String(kSplitterKey), splitter_->saveState());
+  settings.setValue(QLatin1String(kPaneKey), current_pane());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  save_state();
+  // Jobs hold no unsaved user work yet (training runs live in their own worker process): ask them to stop.
+  jobs_->cancel_all();
+  event->accept();
+}
+
+}  // namespace forja::ui

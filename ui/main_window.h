@@ -1,0 +1,65 @@
+// MainWindow: the sidebar of panes, the menus and shortcuts, the status bar, and the window state kept in
+// QSettings. It owns the shared AppContext (job monitor, run journal) that the panes use.
+#pragma once
+
+#include <QMainWindow>
+#include <QString>
+
+#include <vector>
+
+#include "pane.h"
+
+class QListWidget;
+class QMenu;
+class QSplitter;
+class QStackedWidget;
+
+namespace forja::ui {
+
+class JobMonitor;
+class ModelPane;
+class RunsPane;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  struct Options {
+    QString journal_path;  // empty: the XDG default (app_paths.h)
+  };
+  explicit MainWindow(const Options& options = {}, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  void open_model(const QString& dir);
+  int pane_count() const { return static_cast<int>(panes_.size()); }
+  Pane* pane(int index) const { return panes_.at(static_cast<size_t>(index)); }
+  int current_pane() const;
+  void show_pane(int index);
+  ModelPane* model_pane() const { return model_pane_; }
+  RunsPane* runs_pane() const { return runs_pane_; }
+  AppContext& context() { return context_; }
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void open_journal(const QString& path);
+  void add_pane(Pane* pane);
+  void build_menus();
+  void rebuild_recent_menu();
+  void restore_state();
+  void save_state();
+
+  JobMonitor* jobs_;
+  AppContext context_;
+  std::vector<Pane*> panes_;
+  ModelPane* model_pane_ = nullptr;
+  RunsPane* runs_pane_ = nullptr;
+  QSplitter* splitter_;
+  QListWidget* sidebar_;
+  QStackedWidget* stack_;
+  QMenu* view_menu_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+};
+
+}  // namespace forja::ui

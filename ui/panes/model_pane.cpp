@@ -1,0 +1,233 @@
+// ModelPane: the open flow (dialog, drop, recent list), the job hand-off and the facts view.
+#include "panes/model_pane.h"
+
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QLocale>
+#include <QMimeData>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QVBoxLayout>
+
+#include "error_box.h"
+#include "format.h"
+#include "jobs/inspect_model_job.h"
+#include "jobs/job_monitor.h"
+
+namespace forja::ui {
+namespace {
+
+const char* const kRecentKey = "ModelPane/recent";
+
+QString join(const std::vector<std::string>& items) {
+  QStringList out;
+  for (const auto& s : items) out << QString::fromStdString(s);
+  return out.join(QStringLiteral(", "));
+}
+
+QString number(int64_t v) {
+  return QLocale().toString(static_cast<qlonglong>(v));
+}
+
+}  // namespace
+
+ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
+  setObjectName(QStringLiteral("ModelPane"));
+  setAcceptDrops(true);
+
+  heading_ = new QLabel(tr("No model open"));
+  heading_->setObjectName(QStringLiteral("modelHeading"));
+  QFont big = heading_->font();
+  big.setPointSizeF(big.pointSizeF() * 1.4);
+  big.setBold(true);
+  heading_->setFont(big);
+  auto* open_button = new QPushButton(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("Open Model Folder…"));
+  open_button->setObjectName(QStringLiteral("openModelButton"));
+  connect(open_button, &QPushButton::clicked, this, &ModelPane::open_dialog);
+  auto* top = new QHBoxLayout;
+  top->addWidget(heading_, 1);
+  top->addWidget(open_button);
+
+  status_ =
+      new QLabel(tr("Open a Hugging Face model folder (config.json and .safetensors files) with the button "
+                    "or Ctrl+O, or drop it here."));
+  status_->setObjectName(QStringLiteral("modelStatus"));
+  status_->setWordWrap(true);
+  error_ = new ErrorBox;
+  error_->setObjectName(QStringLiteral("modelError"));
+
+  facts_box_ = new QGroupBox(tr("What this model is"));
+  facts_box_->setObjectName(QStringLiteral("modelFacts"));
+  auto* form = new QFormLayout(facts_box_);
+  form->setLabelAlignment(Qt::AlignRight);
+  add_fact(form, QStringLiteral("architecture"), tr("Architecture"));
+  add_fact(form, QStringLiteral("family"), tr("Family"));
+  add_fact(form, QStringLiteral("parameters"), tr("Parameters"));
+  add_fact(form, QStringLiteral("dtype"), tr("Checkpoint dtype"));
+  add_fact(form, QStringLiteral("checkpoint"), tr("Checkpoint files"));
+  add_fact(form, QStringLiteral("layers"), tr("Layers"));
+  add_fact(form, QStringLiteral("width"), tr("Hidden / MLP size"));
+  add_fact(form, QStringLiteral("heads"), tr("Attention heads"));
+  add_fact(form, QStringLiteral("context"), tr("Context length"));
+  add_fact(form, QStringLiteral("vocab"), tr("Vocabulary"));
+  add_fact(form, QStringLiteral("tied"), tr("Tied embeddings"));
+  add_fact(form, QStringLiteral("rope"), tr("Positions"));
+  add_fact(form, QStringLiteral("tokenizer"), tr("Tokenizer files"));
+  add_fact(form, QStringLiteral("memory"), tr("GPU memory, weights in bf16"));
+  facts_box_->hide();
+
+  recent_list_ = new QListWidget;
+  recent_list_->setObjectName(QStringLiteral("recentModels"));
+  recent_list_->setMaximumWidth(320);
+  connect(recent_list_, &QListWidget::itemActivated, this,
+          [this](QListWidgetItem* item) { open(item->data(Qt::UserRole).toString()); });
+  auto* recent_box = new QGroupBox(tr("Recent models"));
+  auto* recent_layout = new QVBoxLayout(recent_box);
+  recent_layout->addWidget(recent_list_);
+
+  auto* left = new QVBoxLayout;
+  left->addWidget(status_);
+  left->addWidget(error_);
+  left->addWidget(facts_box_);
+  left->addStretch(1);
+  auto* body = new QHBoxLayout;
+  body->addLayout(left, 1);
+  body->addWidget(recent_box);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(top);
+  layout->addLayout(body, 1);
+  reload_recent_list();
+}
+
+QLabel* ModelPane::add_fact(QFormLayout* form, const QString& key, const QString& label) {
+  auto* value = new QLabel;
+  value->setObjectName(QStringLiteral("fact.") + key);
+  value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  value->setWordWrap(true);
+  form->addRow(label + QLatin1Char(':'), value);
+  facts_.insert(key, value);
+  return value;
+}
+
+void ModelPane::open_dialog() {
+  const QString start = recent().isEmpty() ? QDir::homePath() : recent().first();
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a Hugging Face model folder"), start);
+  if (!dir.isEmpty()) open(dir);
+}
+
+void ModelPane::open(const QString& path) {
+  const QFileInfo fi(path);
+  const QString dir = fi.isFile() ? fi.absolutePath() : fi.absoluteFilePath();
+  const quint64 request = ++last_request_;
+  pending_request_ = request;
+  error_->clear();
+  status_->setText(tr("Reading %1…").arg(QDir::toNativeSeparators(dir)));
+  status_->show();
+
+  auto* job = new InspectModelJob(dir.toStdString());
+  // A slow folder answered after a newer request is ignored: the pane shows the last folder asked for.
+  connect(job, &InspectModelJob::inspected, this, [this, request](const forja::ModelInfo& info) {
+    if (request == last_request_) show_model(info);
+  });
+  connect(job, &Job::failed, this, [this, request, dir](const QString& message, const QString& hint) {
+    if (request == last_request_) show_failure(dir, message, hint);
+  });
+  connect(job, &Job::ended, this, [this, request] {
+    if (request == pending_request_) pending_request_ = 0;
+  });
+  context_.jobs->start(job);
+}
+
+void ModelPane::show_model(const forja::ModelInfo& info) {
+  model_ = info;
+  const QString dir = QString::fromStdString(info.dir.string());
+  heading_->setText(QFileInfo(dir).fileName());
+  status_->setText(QDir::toNativeSeparators(dir));
+  facts_[QStringLiteral("architecture")]->setText(QString::fromStdString(info.architecture));
+  facts_[QStringLiteral("family")]->setText(
+      tr("%1 (model_type %2)")
+          .arg(QString::fromStdString(info.family), QString::fromStdString(info.model_type)));
+  facts_[QStringLiteral("parameters")]->setText(
+      tr("%1 (%2)").arg(format_count(info.parameters), number(info.parameters)));
+  facts_[QStringLiteral("dtype")]->setText(QString::fromStdString(info.checkpoint_dtype));
+  facts_[QStringLiteral("checkpoint")]->setText(
+      tr("%1 in %2").arg(format_bytes(info.checkpoint_bytes), join(info.weight_files)));
+  facts_[QStringLiteral("layers")]->setText(number(info.layers));
+  facts_[QStringLiteral("width")]->setText(
+      tr("%1 / %2").arg(number(info.hidden_size), number(info.intermediate_size)));
+  facts_[QStringLiteral("heads")]->setText(
+      tr("%1 query, %2 key/value, head size %3")
+          .arg(number(info.heads), number(info.kv_heads), number(info.head_dim)));
+  facts_[QStringLiteral("context")]->setText(tr("%1 tokens").arg(number(info.context_length)));
+  facts_[QStringLiteral("vocab")]->setText(tr("%1 tokens").arg(number(info.vocab_size)));
+  facts_[QStringLiteral("tied")]->setText(
+      info.tied_embeddings ? tr("yes (the output head shares the embedding)") : tr("no"));
+  facts_[QStringLiteral("rope")]->setText(info.rope.empty()
+                                              ? tr("learned position embeddings")
+                                              : tr("RoPE, %1").arg(QString::fromStdString(info.rope)));
+  facts_[QStringLiteral("tokenizer")]->setText(
+      info.tokenizer_files.empty()
+          ? tr("none found — chat and training need tokenizer.json or tokenizer.model in the folder")
+          : join(info.tokenizer_files));
+  facts_[QStringLiteral("memory")]->setText(format_bytes(info.bf16_weight_bytes));
+  facts_box_->show();
+  remember(dir);
+  Q_EMIT model_opened(info);
+}
+
+void ModelPane::show_failure(const QString& dir, const QString& message, const QString& hint) {
+  model_.reset();
+  heading_->setText(tr("No model open"));
+  facts_box_->hide();
+  status_->setText(tr("Could not open %1").arg(QDir::toNativeSeparators(dir)));
+  error_->show_error(message, hint);
+  Q_EMIT open_failed(message, hint);
+}
+
+QStringList ModelPane::recent() const {
+  return QSettings().value(QLatin1String(kRecentKey)).toStringList();
+}
+
+void ModelPane::remember(const QString& dir) {
+  QStringList list = recent();
+  list.removeAll(dir);
+  list.prepend(dir);
+  while (list.size() > kMaxRecent) list.removeLast();
+  QSettings().setValue(QLatin1String(kRecentKey), list);
+  reload_recent_list();
+  Q_EMIT recent_changed();
+}
+
+void ModelPane::reload_recent_list() {
+  recent_list_->clear();
+  for (const QString& dir : recent()) {
+    auto* item = new QListWidgetItem(QIcon(QStringLiteral(":/icons/model.svg")), QFileInfo(dir).fileName(),
+                                     recent_list_);
+    item->setData(Qt::UserRole, dir);
+    item->setToolTip(QDir::toNativeSeparators(dir));
+  }
+}
+
+void ModelPane::dragEnterEvent(QDragEnterEvent* event) {
+  const QMimeData* mime = event->mimeData();
+  if (mime->hasUrls() && !mime->urls().isEmpty() && mime->urls().first().isLocalFile())
+    event->acceptProposedAction();
+}
+
+void ModelPane::dropEvent(QDropEvent* event) {
+  const QMimeData* mime = event->mimeData();
+  if (!mime->hasUrls() || mime->urls().isEmpty() || !mime->urls().first().isLocalFile()) return;
+  event->acceptProposedAction();
+  open(mime->urls().first().toLocalFile());
+}
+
+}  // namespace forja::ui

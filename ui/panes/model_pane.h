@@ -1,0 +1,69 @@
+// ModelPane: open a Hugging Face model folder (file dialog, drag and drop, recent list) and show what it is —
+// architecture, size, dtype, shape, context, tokenizer, and the GPU memory its weights take in bf16.
+// The folder is read by an InspectModelJob; an error shows its message and hint in the pane.
+#pragma once
+
+#include <QMap>
+#include <QStringList>
+
+#include <optional>
+
+#include "forja/model_info.h"
+#include "pane.h"
+
+class QLabel;
+class QListWidget;
+class QListWidgetItem;
+class QFormLayout;
+class QGroupBox;
+
+namespace forja::ui {
+
+class ErrorBox;
+
+class ModelPane : public Pane {
+  Q_OBJECT
+
+ public:
+  explicit ModelPane(AppContext& context, QWidget* parent = nullptr);
+
+  QString title() const override { return tr("Model"); }
+  QIcon icon() const override { return QIcon(QStringLiteral(":/icons/model.svg")); }
+
+  // Reads `dir` in a job; a file inside a model folder (config.json dropped on the pane) opens its folder.
+  void open(const QString& path);
+  void open_dialog();
+  const std::optional<forja::ModelInfo>& model() const { return model_; }
+  bool loading() const { return pending_request_ != 0; }
+  QStringList recent() const;
+  // The most recent folders kept in QSettings.
+  static constexpr int kMaxRecent = 10;
+
+ Q_SIGNALS:
+  void model_opened(const forja::ModelInfo& info);
+  void open_failed(const QString& message, const QString& hint);
+  void recent_changed();
+
+ protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void show_model(const forja::ModelInfo& info);
+  void show_failure(const QString& dir, const QString& message, const QString& hint);
+  void remember(const QString& dir);
+  void reload_recent_list();
+  QLabel* add_fact(QFormLayout* form, const QString& key, const QString& label);
+
+  std::optional<forja::ModelInfo> model_;
+  quint64 pending_request_ = 0;
+  quint64 last_request_ = 0;
+  QLabel* heading_;
+  QLabel* status_;
+  ErrorBox* error_;
+  QGroupBox* facts_box_;
+  QMap<QString, QLabel*> facts_;
+  QListWidget* recent_list_;
+};
+
+}  // namespace forja::ui

@@ -1,0 +1,349 @@
+// RunsPane: the list, the overlay plot and the details of the selected run.
+#include "panes/runs_pane.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QShortcut>
+#include <QSplitter>
+#include <QTimer>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+#include "plot.h"
+
+#include <set>
+
+#include "error_box.h"
+#include "forja/error.h"
+#include "format.h"
+#include "theme.h"
+
+namespace forja::ui {
+namespace {
+
+QString status_text(forja::RunStatus s) {
+  switch (s) {
+    case forja::RunStatus::Running:
+      return RunsPane::tr("running");
+    case forja::RunStatus::Completed:
+      return RunsPane::tr("completed");
+    case forja::RunStatus::Failed:
+      return RunsPane::tr("failed");
+    case forja::RunStatus::Stopped:
+      return RunsPane::tr("stopped");
+    case forja::RunStatus::Interrupted:
+      return RunsPane::tr("interrupted");
+  }
+  return {};
+}
+
+QString status_icon(forja::RunStatus s) {
+  switch (s) {
+    case forja::RunStatus::Completed:
+      return QStringLiteral(":/icons/severity-ok.svg");
+    case forja::RunStatus::Failed:
+      return QStringLiteral(":/icons/severity-error.svg");
+    case forja::RunStatus::Interrupted:
+      return QStringLiteral(":/icons/severity-warning.svg");
+    default:
+      return QStringLiteral(":/icons/severity-info.svg");
+  }
+}
+
+}  // namespace
+
+RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
+  setObjectName(QStringLiteral("RunsPane"));
+  summary_ = new QLabel;
+  summary_->setObjectName(QStringLiteral("runsSummary"));
+  auto* refresh_button = new QPushButton(QIcon(QStringLiteral(":/icons/refresh.svg")), tr("Refresh"));
+  refresh_button->setObjectName(QStringLiteral("refreshRunsButton"));
+  refresh_button->setShortcut(QKeySequence::Refresh);
+  connect(refresh_button, &QPushButton::clicked, this, &RunsPane::refresh);
+  delete_ = new QPushButton(QIcon(QStringLiteral(":/icons/delete.svg")), tr("Delete…"));
+  delete_->setObjectName(QStringLiteral("deleteRunButton"));
+  delete_->setToolTip(tr("Delete the selected runs from the history (Del). Adapter files on disk are kept."));
+  connect(delete_, &QPushButton::clicked, this, &RunsPane::delete_selected);
+  auto* top = new QHBoxLayout;
+  top->addWidget(summary_, 1);
+  top->addWidget(refresh_button);
+  top->addWidget(delete_);
+
+  error_ = new ErrorBox;
+  error_->setObjectName(QStringLiteral("runsError"));
+
+  list_ = new QTreeWidget;
+  list_->setObjectName(QStringLiteral("runList"));
+  list_->setRootIsDecorated(false);
+  list_->setUniformRowHeights(true);
+  list_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  list_->setAlternatingRowColors(true);
+  list_->setHeaderLabels({tr("Run"), tr("Status"), tr("Model"), tr("Started"), tr("Duration"),
+                          tr("Final loss"), tr("Eval loss"), tr("Adapter")});
+  list_->header()->setStretchLastSection(true);
+  connect(list_, &QTreeWidget::itemSelectionChanged, this, [this] {
+    update_plot();
+    update_details();
+    update_buttons();
+  });
+  auto* del = new QShortcut(QKeySequence::Delete, list_, nullptr, nullptr, Qt::WidgetShortcut);
+  connect(del, &QShortcut::activated, this, &RunsPane::delete_selected);
+
+  plot_ = new QCustomPlot;
+  plot_->setObjectName(QStringLiteral("lossPlot"));
+  plot_->setMinimumHeight(220);
+  plot_->xAxis->setLabel(tr("step"));
+  plot_->yAxis->setLabel(tr("loss"));
+  plot_->legend->setVisible(true);
+  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  style_plot(plot_, palette());
+
+  details_ = new QPlainTextEdit;
+  details_->setObjectName(QStringLiteral("runDetails"));
+  details_->setReadOnly(true);
+  details_->setPlaceholderText(tr("Select a run to see its configuration."));
+
+  auto* bottom = new QSplitter(Qt::Horizontal);
+  bottom->addWidget(plot_);
+  bottom->addWidget(details_);
+  bottom->setStretchFactor(0, 3);
+  bottom->setStretchFactor(1, 2);
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(list_);
+  split->addWidget(bottom);
+  split->setStretchFactor(1, 1);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(top);
+  layout->addWidget(error_);
+  layout->addWidget(split, 1);
+
+  poll_ = new QTimer(this);
+  poll_->setInterval(kPollIntervalMs);
+  connect(poll_, &QTimer::timeout, this, &RunsPane::refresh);
+  refresh();
+}
+
+void RunsPane::show_journal_error(const QString& message, const QString& hint) {
+  error_->show_error(message, hint);
+  summary_->setText(tr("The run history is not available."));
+  list_->setEnabled(false);
+  delete_->setEnabled(false);
+}
+
+void RunsPane::refresh() {
+  if (!context_.journal) {
+    show_journal_error(context_.journal_error, context_.journal_hint);
+    return;
+  }
+  std::vector<forja::RunRecord> runs;
+  try {
+    runs = context_.journal->runs();
+  } catch (const forja::Error& e) {
+    show_journal_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+    return;
+  }
+  error_->clear();
+  list_->setEnabled(true);
+  // Polling rebuilds nothing when nothing changed, so the user's selection, scroll and plot zoom stay put.
+  QByteArray signature;
+  for (const auto& r : runs) {
+    signature += QByteArray::number(qlonglong(r.id)) + ':' + forja::to_string(r.status) + ':' +
+                 QByteArray::number(qlonglong(r.last_step)) + ':' +
+                 QByteArray::number(qlonglong(r.ended_at_ms.value_or(0))) + ':' + r.adapter_path.c_str() +
+                 ';';
+  }
+  const bool running = std::any_of(runs.begin(), runs.end(),
+                                   [](const auto& r) { return r.status == forja::RunStatus::Running; });
+  if (signature == signature_ && !running) return;
+  signature_ = signature;
+  const std::vector<int64_t> keep = selected_run_ids();
+  runs_ = std::move(runs);
+
+  const QSignalBlocker block(list_);
+  list_->clear();
+  const int64_t now = forja::journal_now_ms();
+  for (const auto& r : runs_) {
+    auto* item = new QTreeWidgetItem(list_);
+    item->setData(NameCol, Qt::UserRole, QVariant::fromValue<qlonglong>(r.id));
+    item->setText(NameCol, QString::fromStdString(r.name));
+    item->setText(StatusCol, status_text(r.status));
+    item->setIcon(StatusCol, QIcon(status_icon(r.status)));
+    item->setText(ModelCol, QString::fromStdString(std::filesystem::path(r.model_dir).filename().string()));
+    item->setToolTip(ModelCol, QString::fromStdString(r.model_dir));
+    item->setText(StartedCol, format_timestamp_ms(r.started_at_ms));
+    item->setText(DurationCol, format_duration_ms(r.ended_at_ms.value_or(now) - r.started_at_ms));
+    item->setText(LossCol, format_loss(r.final_loss));
+    item->setText(EvalLossCol, format_loss(r.final_eval_loss));
+    item->setText(AdapterCol, QString::fromStdString(r.adapter_path));
+    if (!r.error_message.empty()) item->setToolTip(StatusCol, QString::fromStdString(r.error_message));
+  }
+  for (int c = 0; c < AdapterCol; ++c) list_->resizeColumnToContents(c);
+  summary_->setText(runs_.empty()
+                        ? tr("No training runs yet. Runs you start appear here, with their loss curves.")
+                        : tr("%n run(s) in the history", nullptr, static_cast<int>(runs_.size())));
+  select_runs(keep);
+  update_plot();
+  update_details();
+  update_buttons();
+}
+
+std::vector<int64_t> RunsPane::selected_run_ids() const {
+  std::vector<int64_t> ids;
+  for (int i = 0; i < list_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* item = list_->topLevelItem(i);
+    if (item->isSelected()) ids.push_back(item->data(NameCol, Qt::UserRole).toLongLong());
+  }
+  return ids;
+}
+
+void RunsPane::select_runs(const std::vector<int64_t>& ids) {
+  const std::set<int64_t> want(ids.begin(), ids.end());
+  for (int i = 0; i < list_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* item = list_->topLevelItem(i);
+    item->setSelected(want.count(item->data(NameCol, Qt::UserRole).toLongLong()) > 0);
+  }
+}
+
+void RunsPane::update_plot() {
+  plot_->clearGraphs();
+  const std::vector<int64_t> ids = selected_run_ids();
+  int color = 0;
+  for (const auto& r : runs_) {
+    if (std::find(ids.begin(), ids.end(), r.id) == ids.end()) continue;
+    std::vector<forja::MetricPoint> points;
+    try {
+      points = context_.journal->metrics(r.id);
+    } catch (const forja::Error& e) {
+      show_journal_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+      return;
+    }
+    QVector<double> steps, loss, eval_steps, eval_loss;
+    for (const auto& p : points) {
+      if (p.loss) steps << double(p.step), loss << *p.loss;
+      if (p.eval_loss) eval_steps << double(p.step), eval_loss << *p.eval_loss;
+    }
+    const QColor c = series_color(color++, palette());
+    QCPGraph* train = plot_->addGraph();
+    train->setName(QString::fromStdString(r.name));
+    train->setPen(QPen(c, 2));
+    train->setData(steps, loss, true);
+    if (!eval_steps.isEmpty()) {
+      QCPGraph* eval = plot_->addGraph();
+      eval->setName(tr("%1 (eval)").arg(QString::fromStdString(r.name)));
+      eval->setPen(QPen(c, 1.5, Qt::DashLine));
+      eval->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c, c, 5));
+      eval->setData(eval_steps, eval_loss, true);
+    }
+  }
+  plot_->legend->setVisible(plot_->graphCount() > 0);
+  if (plot_->graphCount() > 0) {
+    plot_->rescaleAxes();
+    plot_->yAxis->scaleRange(1.1);
+  }
+  plot_->replot();
+}
+
+void RunsPane::update_details() {
+  const std::vector<int64_t> ids = selected_run_ids();
+  if (ids.size() != 1) {
+    details_->setPlainText(ids.empty() ? QString() : tr("%n runs selected.", nullptr, int(ids.size())));
+    return;
+  }
+  auto it = std::find_if(runs_.begin(), runs_.end(), [&](const auto& r) { return r.id == ids[0]; });
+  if (it == runs_.end()) return;
+  const forja::RunRecord& r = *it;
+  QStringList lines;
+  lines << tr("Run %1 — %2").arg(r.id).arg(QString::fromStdString(r.name));
+  lines << tr("Status: %1").arg(status_text(r.status));
+  lines << tr("Model: %1").arg(QString::fromStdString(r.model_dir));
+  if (!r.dataset_path.empty()) lines << tr("Dataset: %1").arg(QString::fromStdString(r.dataset_path));
+  lines << tr("Steps: %1 of %2").arg(r.last_step + 1).arg(r.total_steps);
+  if (!r.adapter_path.empty()) lines << tr("Adapter: %1").arg(QString::fromStdString(r.adapter_path));
+  if (!r.error_message.empty()) {
+    lines << tr("Error: %1").arg(QString::fromStdString(r.error_message));
+    if (!r.error_hint.empty()) lines << tr("What to do: %1").arg(QString::fromStdString(r.error_hint));
+  }
+  try {
+    const auto checkpoints = context_.journal->checkpoints(r.id);
+    if (!checkpoints.empty())
+      lines
+          << tr("Checkpoints: %1, the last at step %2").arg(checkpoints.size()).arg(checkpoints.back().step);
+  } catch (const forja::Error&) {
+    // The list and the plot already report a broken journal; the details stay as complete as they can.
+  }
+  const QByteArray config = QByteArray::fromStdString(r.config_json);
+  const QJsonDocument doc = QJsonDocument::fromJson(config);
+  lines << QString() << tr("Configuration:")
+        << (doc.isNull() ? QString::fromUtf8(config)
+                         : QString::fromUtf8(doc.toJson(QJsonDocument::Indented)));
+  details_->setPlainText(lines.join(QLatin1Char('\n')));
+}
+
+void RunsPane::update_buttons() {
+  const std::vector<int64_t> ids = selected_run_ids();
+  bool any_deletable = false;
+  for (const auto& r : runs_)
+    if (r.status != forja::RunStatus::Running && std::find(ids.begin(), ids.end(), r.id) != ids.end())
+      any_deletable = true;
+  delete_->setEnabled(context_.journal && any_deletable);
+}
+
+void RunsPane::delete_selected() {
+  if (!context_.journal) return;
+  std::vector<const forja::RunRecord*> victims;
+  const std::vector<int64_t> ids = selected_run_ids();
+  for (const auto& r : runs_)
+    if (r.status != forja::RunStatus::Running && std::find(ids.begin(), ids.end(), r.id) != ids.end())
+      victims.push_back(&r);
+  if (victims.empty()) return;
+
+  QMessageBox ask(
+      QMessageBox::Question, tr("Delete runs"),
+      victims.size() == 1
+          ? tr("Delete the run “%1” from the history?").arg(QString::fromStdString(victims[0]->name))
+          : tr("Delete %1 runs from the history?").arg(victims.size()),
+      QMessageBox::Yes | QMessageBox::Cancel, this);
+  ask.setObjectName(QStringLiteral("confirmDeleteRuns"));
+  ask.setInformativeText(
+      tr("Their metrics and checkpoint records go; adapter files on disk are kept. Running "
+         "runs are not deleted."));
+  ask.setDefaultButton(QMessageBox::Cancel);
+  if (ask.exec() != QMessageBox::Yes) return;
+
+  int deleted = 0;
+  try {
+    for (const auto* r : victims) deleted += context_.journal->delete_run(r->id) ? 1 : 0;
+  } catch (const forja::Error& e) {
+    error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+  }
+  refresh();
+  Q_EMIT runs_deleted(deleted);
+}
+
+void RunsPane::showEvent(QShowEvent* event) {
+  Pane::showEvent(event);
+  refresh();
+  poll_->start();
+}
+
+void RunsPane::hideEvent(QHideEvent* event) {
+  Pane::hideEvent(event);
+  poll_->stop();
+}
+
+void RunsPane::changeEvent(QEvent* event) {
+  Pane::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) {
+    style_plot(plot_, palette());
+    update_plot();
+  }
+}
+
+}  // namespace forja::ui
