@@ -408,14 +408,16 @@ std::vector<RunRecord> Journal::runs() {
   return out;
 }
 
-bool Journal::delete_run(int64_t run_id) {
+bool Journal::delete_by_id(const char* sql, int64_t id) {
   WriteTransaction tx(db_, path_);
-  Stmt s(db_, path_, "DELETE FROM runs WHERE id = ?");
-  s.bind(1, run_id).run();
+  Stmt s(db_, path_, sql);
+  s.bind(1, id).run();
   const bool deleted = sqlite3_changes(db_) > 0;
   tx.commit();
   return deleted;
 }
+
+bool Journal::delete_run(int64_t run_id) { return delete_by_id("DELETE FROM runs WHERE id = ?", run_id); }
 
 int Journal::mark_interrupted(const std::function<bool(int64_t pid)>& is_alive) {
   WriteTransaction tx(db_, path_);
@@ -545,13 +547,6 @@ std::vector<MessageRecord> Journal::messages(int64_t chat_id) {
   return out;
 }
 
-bool Journal::delete_chat(int64_t chat_id) {
-  WriteTransaction tx(db_, path_);
-  Stmt s(db_, path_, "DELETE FROM chats WHERE id = ?");
-  s.bind(1, chat_id).run();
-  const bool deleted = sqlite3_changes(db_) > 0;
-  tx.commit();
-  return deleted;
-}
+bool Journal::delete_chat(int64_t chat_id) { return delete_by_id("DELETE FROM chats WHERE id = ?", chat_id); }
 
 }  // namespace forja

@@ -148,6 +148,8 @@ class Journal {
   bool delete_chat(int64_t chat_id);
 
  private:
+  // Runs a one-row "DELETE ... WHERE id = ?" in a write transaction; true when a row went.
+  bool delete_by_id(const char* sql, int64_t id);
   void migrate();
   void close() noexcept;
 
