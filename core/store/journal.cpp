@@ -417,7 +417,9 @@ bool Journal::delete_by_id(const char* sql, int64_t id) {
   return deleted;
 }
 
-bool Journal::delete_run(int64_t run_id) { return delete_by_id("DELETE FROM runs WHERE id = ?", run_id); }
+bool Journal::delete_run(int64_t run_id) {
+  return delete_by_id("DELETE FROM runs WHERE id = ?", run_id);
+}
 
 int Journal::mark_interrupted(const std::function<bool(int64_t pid)>& is_alive) {
   WriteTransaction tx(db_, path_);
@@ -547,6 +549,8 @@ std::vector<MessageRecord> Journal::messages(int64_t chat_id) {
   return out;
 }
 
-bool Journal::delete_chat(int64_t chat_id) { return delete_by_id("DELETE FROM chats WHERE id = ?", chat_id); }
+bool Journal::delete_chat(int64_t chat_id) {
+  return delete_by_id("DELETE FROM chats WHERE id = ?", chat_id);
+}
 
 }  // namespace forja
