@@ -27,6 +27,10 @@ class Args {
   const std::vector<std::string>& positionals() const { return positionals_; }
   // The i-th positional; throws forja::Error naming `what` when it is missing.
   const std::string& positional(size_t i, const char* what) const;
+  // Removes the first positional (a sub-command's name) so the sub-command sees its own arguments from 0.
+  void drop_first_positional() {
+    if (!positionals_.empty()) positionals_.erase(positionals_.begin());
+  }
   // Throws forja::Error for any option or flag the command does not know.
   void reject_unknown(std::initializer_list<const char*> known_options) const;
 
