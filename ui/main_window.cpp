@@ -23,8 +23,12 @@
 #include "app_paths.h"
 #include "forja/error.h"
 #include "forja/journal.h"
+#include "gpu_monitor_service.h"
+#include "gpu_status_widget.h"
 #include "job_status_widget.h"
 #include "jobs/job_monitor.h"
+#include "panes/doctor_pane.h"
+#include "panes/gpu_pane.h"
 #include "panes/model_pane.h"
 #include "panes/runs_pane.h"
 
@@ -52,6 +56,10 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   setWindowIcon(QIcon(QStringLiteral(":/icons/forja.svg")));
   jobs_ = new JobMonitor(this);
   context_.jobs = jobs_;
+  // NVML from FORJA_NVML_LIBRARY when set (the tests' fake driver), else the driver's own.
+  gpu_ = new GpuMonitorService(this);
+  context_.gpu = gpu_;
+  gpu_->start();
   open_journal(options.journal_path.isEmpty() ? default_journal_path() : options.journal_path);
 
   sidebar_ = new QListWidget;
@@ -73,8 +81,12 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
 
   model_pane_ = new ModelPane(context_);
   runs_pane_ = new RunsPane(context_);
+  doctor_pane_ = new DoctorPane(context_);
+  gpu_pane_ = new GpuPane(context_);
   add_pane(model_pane_);
   add_pane(runs_pane_);
+  add_pane(gpu_pane_);
+  add_pane(doctor_pane_);
   connect(sidebar_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
   connect(model_pane_, &ModelPane::recent_changed, this, &MainWindow::rebuild_recent_menu);
   connect(model_pane_, &ModelPane::model_opened, this, [this](const forja::ModelInfo& info) {
@@ -82,6 +94,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   });
 
   statusBar()->addWidget(new JobStatusWidget(jobs_), 1);
+  statusBar()->addPermanentWidget(new GpuStatusWidget(gpu_));
   build_menus();
   sidebar_->setCurrentRow(0);
   restore_state();
@@ -189,6 +202,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   save_state();
   // Jobs hold no unsaved user work yet (training runs live in their own worker process): ask them to stop.
   jobs_->cancel_all();
+  gpu_->stop();
   event->accept();
 }
 

@@ -16,6 +16,9 @@ class QStackedWidget;
 
 namespace forja::ui {
 
+class DoctorPane;
+class GpuMonitorService;
+class GpuPane;
 class JobMonitor;
 class ModelPane;
 class RunsPane;
@@ -37,6 +40,9 @@ class MainWindow : public QMainWindow {
   void show_pane(int index);
   ModelPane* model_pane() const { return model_pane_; }
   RunsPane* runs_pane() const { return runs_pane_; }
+  DoctorPane* doctor_pane() const { return doctor_pane_; }
+  GpuPane* gpu_pane() const { return gpu_pane_; }
+  GpuMonitorService* gpu_monitor() const { return gpu_; }
   AppContext& context() { return context_; }
 
  protected:
@@ -51,10 +57,13 @@ class MainWindow : public QMainWindow {
   void save_state();
 
   JobMonitor* jobs_;
+  GpuMonitorService* gpu_;
   AppContext context_;
   std::vector<Pane*> panes_;
   ModelPane* model_pane_ = nullptr;
   RunsPane* runs_pane_ = nullptr;
+  DoctorPane* doctor_pane_ = nullptr;
+  GpuPane* gpu_pane_ = nullptr;
   QSplitter* splitter_;
   QListWidget* sidebar_;
   QStackedWidget* stack_;

@@ -15,9 +15,11 @@ class Journal;
 namespace forja::ui {
 
 class JobMonitor;
+class GpuMonitorService;
 
 struct AppContext {
   JobMonitor* jobs = nullptr;
+  GpuMonitorService* gpu = nullptr;         // the live GPU sampler; available() false without a driver
   std::shared_ptr<forja::Journal> journal;  // null when it could not be opened; the error says why
   QString journal_error;
   QString journal_hint;

@@ -1,0 +1,171 @@
+// Tests of the Doctor and GPU panes and the status bar's GPU line, driven through the main window against the
+// fake NVML and CUDA driver libraries that tests/core/env builds (the real dlopen path, scripted GPUs).
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeWidget>
+
+#include <unistd.h>
+
+#include "error_box.h"
+#include "format.h"
+#include "gpu_monitor_service.h"
+#include "jobs/job.h"
+#include "main_window.h"
+#include "panes/doctor_pane.h"
+#include "panes/gpu_pane.h"
+#include "ui_test_support.h"
+
+using forja::ui::DoctorPane;
+using forja::ui::GpuPane;
+using forja::ui::MainWindow;
+
+namespace {
+
+void use_scenario(const char* scenario) {
+  qputenv("FORJA_FAKE_GPU_SCENARIO", QByteArray(FORJA_ENV_SCENARIO_DIR "/") + scenario);
+  qputenv("FORJA_NVML_LIBRARY", FORJA_FAKE_NVML);
+  qputenv("FORJA_CUDA_DRIVER_LIBRARY", FORJA_FAKE_CUDA);
+  qputenv("FORJA_NVIDIA_VERSION_FILE", FORJA_ENV_SCENARIO_DIR "/nvidia_version_550.txt");
+}
+
+// A machine with no NVIDIA driver at all: the libraries do not exist.
+void use_no_driver() {
+  qputenv("FORJA_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+  qputenv("FORJA_CUDA_DRIVER_LIBRARY", "/nonexistent/libcuda.so.1");
+  qputenv("FORJA_NVIDIA_VERSION_FILE", "/nonexistent/version");
+}
+
+QStringList finding_ids(DoctorPane* pane) {
+  auto* tree = pane->findChild<QTreeWidget*>(QStringLiteral("doctorFindings"));
+  QStringList ids;
+  for (int i = 0; i < tree->topLevelItemCount(); ++i)
+    ids << tree->topLevelItem(i)->data(0, Qt::UserRole).toString();
+  return ids;
+}
+
+}  // namespace
+
+class TestGpuPanes : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() { forja::test::init_ui_test_environment("test_gpu_panes"); }
+  void cleanup();
+  void doctorSaysTheWorkRunsOnTheCpuAndWhy();
+  void doctorWithoutDriver();
+  void doctorCheckAgainFollowsTheMachine();
+  void gpuPanePlotsLiveSamples();
+  void gpuPaneWithoutDriverSaysSo();
+
+ private:
+  MainWindow* open_window();
+  QTemporaryDir* tmp_ = nullptr;
+  MainWindow* window_ = nullptr;
+};
+
+MainWindow* TestGpuPanes::open_window() {
+  tmp_ = new QTemporaryDir;
+  window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
+  window_->show();
+  return window_;
+}
+
+void TestGpuPanes::cleanup() {
+  QVERIFY(forja::ui::Job::cancel_all_and_wait(5000));
+  delete window_;
+  window_ = nullptr;
+  delete tmp_;
+  tmp_ = nullptr;
+}
+
+void TestGpuPanes::doctorSaysTheWorkRunsOnTheCpuAndWhy() {
+  // healthy.json: one RTX 4090 on driver 550.54.14. This build links Debian's CPU-only LibTorch, so the GPU
+  // is there but unusable: the most common silent-CPU trap, which the banner must say out loud.
+  use_scenario("healthy.json");
+  open_window();
+  DoctorPane* pane = window_->doctor_pane();
+  QSignalSpy ready(pane, &DoctorPane::report_ready);
+  window_->show_pane(window_->pane_count() - 1);  // first show starts the probe
+  QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 20000);
+  QVERIFY(pane->report());
+  QCOMPARE(pane->report()->gpus.size(), size_t(1));
+  QCOMPARE(QString::fromStdString(pane->report()->gpus[0].name), QStringLiteral("NVIDIA GeForce RTX 4090"));
+  QVERIFY2(finding_ids(pane).contains(QStringLiteral("torch-no-cuda")),
+           qPrintable(finding_ids(pane).join(',')));
+  const QString banner = pane->findChild<QLabel*>(QStringLiteral("doctorBanner"))->text();
+  QVERIFY2(banner.contains(QStringLiteral("run on the CPU")), qPrintable(banner));
+  QVERIFY2(banner.contains(QStringLiteral("Why:")), qPrintable(banner));
+  const QString details = pane->findChild<QPlainTextEdit*>(QStringLiteral("doctorDetails"))->toPlainText();
+  QVERIFY2(details.contains(QStringLiteral("550.54.14")), qPrintable(details));
+  QVERIFY(pane->findChild<QPushButton*>(QStringLiteral("doctorCopyButton"))->isEnabled());
+}
+
+void TestGpuPanes::doctorWithoutDriver() {
+  use_no_driver();
+  open_window();
+  DoctorPane* pane = window_->doctor_pane();
+  QSignalSpy ready(pane, &DoctorPane::report_ready);
+  pane->check();
+  QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 20000);
+  QVERIFY(pane->report()->gpus.empty());
+  QVERIFY2(finding_ids(pane).contains(QStringLiteral("no-driver")), qPrintable(finding_ids(pane).join(',')));
+  QVERIFY(
+      pane->findChild<QLabel*>(QStringLiteral("doctorBanner"))->text().contains(QStringLiteral("the CPU")));
+}
+
+void TestGpuPanes::doctorCheckAgainFollowsTheMachine() {
+  // "Check Again" probes anew: the scenario changes under the window (a driver update), the findings follow.
+  use_scenario("healthy.json");
+  open_window();
+  DoctorPane* pane = window_->doctor_pane();
+  QSignalSpy ready(pane, &DoctorPane::report_ready);
+  pane->check();
+  QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 20000);
+  QVERIFY(!finding_ids(pane).contains(QStringLiteral("driver-too-old")));
+  use_scenario("old_driver.json");  // driver 470.57.02: CUDA 11.4 at most
+  QTest::mouseClick(pane->findChild<QPushButton*>(QStringLiteral("doctorCheckButton")), Qt::LeftButton);
+  QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 2, 20000);
+  QCOMPARE(QString::fromStdString(pane->report()->driver.version), QStringLiteral("470.57.02"));
+}
+
+void TestGpuPanes::gpuPanePlotsLiveSamples() {
+  use_scenario("healthy.json");
+  open_window();
+  auto* service = window_->gpu_monitor();
+  QVERIFY2(service->available(), qPrintable(service->reason()));
+  GpuPane* pane = window_->gpu_pane();
+  window_->show_pane(2);
+  auto* interval = pane->findChild<QSpinBox*>(QStringLiteral("gpuInterval"));
+  interval->setValue(100);  // the spin box drives the sampler
+  QCOMPARE(service->interval().count(), 100);
+  QTRY_VERIFY_WITH_TIMEOUT(pane->plotted_points(0) >= 3, 10000);
+  // The status bar shows the same GPU: healthy.json's 1 GiB used of 24564 MiB, 37% busy.
+  const QString status = window_->findChild<QLabel*>(QStringLiteral("gpuStatus"))->text();
+  QVERIFY2(status.contains(QStringLiteral("GPU0")) && status.contains(QStringLiteral("37%")),
+           qPrintable(status));
+  // healthy.json lists this process ("pid": "self") holding 512 MiB.
+  auto* table = pane->findChild<QTableWidget*>(QStringLiteral("gpuProcesses"));
+  QTRY_VERIFY(table->rowCount() >= 1);
+  QVERIFY2(table->item(0, 1)->text().startsWith(QString::number(::getpid())),
+           qPrintable(table->item(0, 1)->text()));
+  QCOMPARE(table->item(0, 2)->text(), forja::ui::format_bytes(512LL * 1024 * 1024));
+}
+
+void TestGpuPanes::gpuPaneWithoutDriverSaysSo() {
+  use_no_driver();
+  open_window();
+  QVERIFY(!window_->gpu_monitor()->available());
+  auto* notice = window_->gpu_pane()->findChild<forja::ui::ErrorBox*>(QStringLiteral("gpuNotice"));
+  QVERIFY(notice->message().contains(QStringLiteral("No NVIDIA driver")));
+  QCOMPARE(window_->gpu_pane()->plotted_points(0), -1);
+  QCOMPARE(window_->findChild<QLabel*>(QStringLiteral("gpuStatus"))->text(), QStringLiteral("No GPU"));
+}
+
+QTEST_MAIN(TestGpuPanes)
+#include "test_gpu_panes.moc"
