@@ -125,10 +125,11 @@ void DoctorPane::show_report(std::shared_ptr<const forja::env::Report> report) {
   report_ = std::move(report);
   const auto& r = *report_;
   const bool on_gpu = r.torch.cuda_available && r.torch.device_count > 0;
-  int errors = 0, warnings = 0;
+  int errors = 0, warnings = 0, notes = 0;
   for (const auto& f : r.findings) {
     errors += f.severity == forja::env::Severity::error;
     warnings += f.severity == forja::env::Severity::warning;
+    notes += f.severity == forja::env::Severity::info;
   }
   QString why;
   if (!on_gpu) {
@@ -143,9 +144,11 @@ void DoctorPane::show_report(std::shared_ptr<const forja::env::Report> report) {
   QString text = tr("<b>Training and chat will run on %1.</b>").arg(where_work_runs(r).toHtmlEscaped());
   if (!on_gpu) text += QStringLiteral(" ") + tr("Why: %1").arg(why.toHtmlEscaped());
   text += QStringLiteral("<br>");
-  text += r.findings.empty() ? tr("No problems found.")
-                             : tr("%n problem(s) to fix", nullptr, errors) + QStringLiteral(", ") +
-                                   tr("%n warning(s)", nullptr, warnings) + QStringLiteral(".");
+  if (errors + warnings == 0)
+    text += notes == 0 ? tr("No problems found.") : tr("Nothing to fix; %n note(s) below.", nullptr, notes);
+  else
+    text += tr("%n problem(s) to fix", nullptr, errors) + QStringLiteral(", ") +
+            tr("%n warning(s)", nullptr, warnings) + QStringLiteral(".");
   banner_->setText(text);
 
   findings_->clear();

@@ -36,7 +36,8 @@ GpuPane::GpuPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
   interval_->setToolTip(tr("How often the GPUs are sampled"));
   auto* top = new QHBoxLayout;
   top->addWidget(heading, 1);
-  top->addWidget(new QLabel(tr("Sample every")));
+  auto* interval_label = new QLabel(tr("Sample every"));
+  top->addWidget(interval_label);
   top->addWidget(interval_);
 
   notice_ = new ErrorBox;
@@ -68,8 +69,10 @@ GpuPane::GpuPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
                         tr("On a machine with an NVIDIA GPU, install the NVIDIA driver; the Doctor pane says "
                            "what is missing."),
                         ErrorBox::Severity::Info);
-    interval_->setEnabled(false);
+    interval_label->hide();
+    interval_->hide();
     processes_->hide();
+    layout->addStretch(1);
     return;
   }
   interval_->setValue(static_cast<int>(gpu->interval().count()));

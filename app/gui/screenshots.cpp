@@ -1,0 +1,108 @@
+// forja-screenshots: renders the README's screenshots from the real widgets, offscreen. Each pane is shown in
+// the main window, driven into a state a user would see (a model open, the doctor's report ready, ...), and
+// the whole window is grabbed to <out-dir>/<pane>.png. Run by `scripts/setup screenshots`
+// (QT_QPA_PLATFORM=offscreen).
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDeadlineTimer>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QPixmap>
+#include <QTemporaryDir>
+#include <QThread>
+
+#include <cstdio>
+#include <functional>
+
+#include "jobs/job.h"
+#include "jobs/job_monitor.h"
+#include "main_window.h"
+#include "pane.h"
+#include "panes/doctor_pane.h"
+#include "panes/model_pane.h"
+#include "ui_init.h"
+
+namespace {
+
+// Processes events until `done` holds or the timeout passes; false on timeout.
+bool wait_until(const std::function<bool()>& done, int timeout_ms) {
+  QDeadlineTimer deadline(timeout_ms);
+  while (!done()) {
+    if (deadline.hasExpired()) return false;
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+    QThread::msleep(10);
+  }
+  return true;
+}
+
+void settle(int ms) {
+  QElapsedTimer t;
+  t.start();
+  while (t.elapsed() < ms) QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QCoreApplication::setApplicationName(QStringLiteral("forja-screenshots"));
+  forja::ui::initialize(app);
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("Renders Forja's screenshots from the real widgets."));
+  parser.addHelpOption();
+  parser.addPositionalArgument(QStringLiteral("out-dir"), QStringLiteral("Where the PNG files go."));
+  QCommandLineOption model_opt(QStringLiteral("model"), QStringLiteral("Model folder to open."),
+                               QStringLiteral("dir"));
+  QCommandLineOption journal_opt(QStringLiteral("journal"),
+                                 QStringLiteral("Run journal to show (default: a new, empty one)."),
+                                 QStringLiteral("path"));
+  parser.addOption(model_opt);
+  parser.addOption(journal_opt);
+  parser.process(app);
+  if (parser.positionalArguments().size() != 1) parser.showHelp(2);
+  const QDir out(parser.positionalArguments().first());
+  if (!QDir().mkpath(out.absolutePath())) {
+    std::fprintf(stderr, "error: cannot create %s\n", qPrintable(out.absolutePath()));
+    return 1;
+  }
+
+  QTemporaryDir tmp;
+  forja::ui::MainWindow::Options options;
+  options.journal_path =
+      parser.isSet(journal_opt) ? parser.value(journal_opt) : tmp.filePath(QStringLiteral("journal.db"));
+  forja::ui::MainWindow window(options);
+  window.resize(1200, 760);
+  window.show();
+
+  int failures = 0;
+  auto shoot = [&](int index, const QString& name) {
+    window.show_pane(index);
+    settle(300);
+    const QString file = out.filePath(name + QStringLiteral(".png"));
+    if (!window.grab().save(file)) {
+      std::fprintf(stderr, "error: could not write %s\n", qPrintable(file));
+      ++failures;
+      return;
+    }
+    std::printf("wrote %s\n", qPrintable(file));
+  };
+
+  for (int i = 0; i < window.pane_count(); ++i) {
+    forja::ui::Pane* pane = window.pane(i);
+    const QString name = pane->objectName().remove(QStringLiteral("Pane")).toLower();
+    if (pane == window.model_pane() && parser.isSet(model_opt)) {
+      window.open_model(QDir(parser.value(model_opt)).absolutePath());
+      if (!wait_until([&] { return !window.model_pane()->loading(); }, 30000))
+        std::fprintf(stderr, "warning: the model did not open within 30 s\n");
+    }
+    if (pane == window.doctor_pane()) {
+      window.show_pane(i);  // the first show starts the probe
+      if (!wait_until([&] { return window.doctor_pane()->report() != nullptr; }, 60000))
+        std::fprintf(stderr, "warning: the doctor's probe did not finish within 60 s\n");
+    }
+    shoot(i, name);
+  }
+  forja::ui::Job::cancel_all_and_wait(5000);
+  return failures == 0 ? 0 : 1;
+}
