@@ -1,0 +1,12 @@
+# Writes OUT: a C++ file with every FILES template as a string, so the library needs no data files at run time.
+set(body "// Generated from core/tokenizer/templates/*.jinja by embed_templates.cmake. Do not edit.\n")
+string(APPEND body "#include <string_view>\n#include <utility>\n#include <vector>\n\nnamespace forja::detail {\n")
+string(APPEND body "const std::vector<std::pair<std::string_view, std::string_view>>& builtin_chat_templates() {\n")
+string(APPEND body "  static const std::vector<std::pair<std::string_view, std::string_view>> t = {\n")
+foreach(f ${FILES})
+  get_filename_component(name ${f} NAME_WE)
+  file(READ ${f} text)
+  string(APPEND body "    {\"${name}\", R\"FORJA_TEMPLATE(${text})FORJA_TEMPLATE\"},\n")
+endforeach()
+string(APPEND body "  };\n  return t;\n}\n}  // namespace forja::detail\n")
+file(WRITE ${OUT} "${body}")
