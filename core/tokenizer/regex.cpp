@@ -17,8 +17,8 @@ pcre2_code* code(void* p) {
 Regex::Regex(const std::string& pattern, bool literal, const std::string& origin) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  uint32_t flags = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
-  if (literal) flags |= PCRE2_LITERAL;
+  // PCRE2_LITERAL refuses PCRE2_UCP (it has no character classes to apply it to).
+  const uint32_t flags = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags, &err,
                                 &offset, nullptr);
   if (!c) {

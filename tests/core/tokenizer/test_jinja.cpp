@@ -1,0 +1,174 @@
+// The Jinja subset against what Jinja2 renders in transformers' environment (trim_blocks, lstrip_blocks,
+// loopcontrols, tojson without HTML escaping). Each expected string is Jinja2's documented behaviour for the
+// input.
+#include <QtTest>
+
+#include "forja/chat_template.h"
+#include "forja/error.h"
+#include "jinja.h"
+
+namespace {
+
+std::string render(const std::string& src, forja::jinja::Dict vars = {}) {
+  return forja::jinja::Template(src, "test").render(vars).text;
+}
+
+std::string error_of(const std::string& src) {
+  try {
+    render(src);
+  } catch (const forja::Error& e) {
+    return e.message();
+  }
+  return {};
+}
+
+using forja::jinja::Value;
+
+}  // namespace
+
+class TestJinja : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void whitespace_control() {
+    // trim_blocks drops the newline after a tag; lstrip_blocks drops the indentation before it.
+    QCOMPARE(render("{% if true %}\n  x\n  {% endif %}\ny"), std::string("  x\ny"));
+    QCOMPARE(render("a  {%- if true -%}  b  {%- endif %}"), std::string("ab"));
+    QCOMPARE(render("{{ 'a' }}\n{{ 'b' }}"), std::string("a\nb"));  // no trimming after {{ }}
+    QCOMPARE(render("{# note #}\nx"), std::string("x"));
+    QCOMPARE(render("x\n"), std::string("x"));  // keep_trailing_newline is off
+    QCOMPARE(render("  {%+ if true %}x{% endif %}"), std::string("  x"));
+  }
+
+  void loops() {
+    QCOMPARE(render("{% for x in [1, 2, 3] %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}"
+                    "{{ loop.length }}{{ loop.revindex }};{% endfor %}"),
+             std::string("10TrueFalse33;21FalseFalse32;32FalseTrue31;"));
+    QCOMPARE(render("{% for x in [] %}a{% else %}empty{% endfor %}"), std::string("empty"));
+    QCOMPARE(render("{% for x in [1, 2, 3, 4] if x is even %}{{ x }}{% endfor %}"), std::string("24"));
+    QCOMPARE(render("{% for x in [1, 2, 3] %}{% if x == 2 %}{% continue %}{% endif %}{{ x }}{% endfor %}"),
+             std::string("13"));
+    QCOMPARE(render("{% for x in [1, 2, 3] %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% endfor %}"),
+             std::string("1"));
+    QCOMPARE(render("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }} {% endfor %}"),
+             std::string("a=1 b=2 "));
+    // A set inside a loop does not leak out of it; a namespace does.
+    QCOMPARE(render("{% set n = 0 %}{% for x in [1, 2] %}{% set n = n + x %}{% endfor %}{{ n }}"),
+             std::string("0"));
+    QCOMPARE(render("{% set ns = namespace(n=0) %}{% for x in [1, 2] %}{% set ns.n = ns.n + x %}{% endfor "
+                    "%}{{ ns.n }}"),
+             std::string("3"));
+  }
+
+  void conditions_and_operators() {
+    QCOMPARE(render("{% if 0 %}a{% elif '' %}b{% elif [1] %}c{% else %}d{% endif %}"), std::string("c"));
+    QCOMPARE(
+        render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 1 / 2 }} {{ 4 / 2 }} {{ 2 * 3 + 1 }}"),
+        std::string("3 -4 1 2 0.5 2.0 7"));
+    QCOMPARE(render("{{ 'a' ~ 1 ~ none }} {{ 'ab' * 2 }} {{ 'x' if false else 'y' }} {{ 1 in [1, 2] }}"),
+             std::string("a1None abab y True"));
+    QCOMPARE(
+        render("{{ 'b' in 'abc' and not 'z' in 'abc' }} {{ none or 'd' }} {{ undefined_thing is defined }}"),
+        std::string("True d False"));
+    QCOMPARE(render("{{ [1, 'a', none, true, 2.5] }} {{ {'k': 'v'} }}"),
+             std::string("[1, 'a', None, True, 2.5] {'k': 'v'}"));
+  }
+
+  void filters_and_methods() {
+    QCOMPARE(render("{{ '  hi  ' | trim }}|{{ 'ação' | length }}|{{ [1, 2] | length }}|{{ 'Ab' | upper }}{{ "
+                    "'Ab' | lower }}"),
+             std::string("hi|4|2|ABab"));
+    QCOMPARE(render("{{ {'role': 'user', 'content': 'olá \"x\"\n'} | tojson }}"),
+             std::string("{\"role\": \"user\", \"content\": \"olá \\\"x\\\"\\n\"}"));
+    QCOMPARE(render("{{ [1, {'a': none}] | tojson(indent=2) }}"),
+             std::string("[\n  1,\n  {\n    \"a\": null\n  }\n]"));
+    QCOMPARE(render("{{ missing | default('d') }} {{ '' | default('e', true) }} {{ [3, 1] | join('-') }}"),
+             std::string("d e 3-1"));
+    QCOMPARE(
+        render("{{ 'a b  c'.split() }} {{ 'a,b'.split(',') }} {{ ' x '.strip() }}{{ 'xyx'.strip('x') }}"),
+        std::string("['a', 'b', 'c'] ['a', 'b'] xy"));
+    QCOMPARE(
+        render("{{ 'hello world'.title() }} {{ 'abc'.startswith('ab') }} {{ 'abc'.endswith(('x', 'c')) }} "
+               "{{ 'aXa'.replace('a', 'b') }}"),
+        std::string("Hello World True True bXb"));
+    QCOMPARE(render("{{ 'ação'[1:3] }} {{ [1, 2, 3][::-1] }} {{ [1, 2, 3][-1] }} {{ 'abc'[5] }}|"),
+             std::string("çã [3, 2, 1] 3 |"));
+    forja::jinja::Dict vars;
+    vars.emplace_back("msgs", Value::make_list({Value::make_dict({{"role", Value::string("user")}}),
+                                                Value::make_dict({{"role", Value::string("tool")}})}));
+    QCOMPARE(render("{{ msgs | selectattr('role', 'equalto', 'tool') | list | length }} "
+                    "{{ msgs | map(attribute='role') | join(',') }}",
+                    vars),
+             std::string("1 user,tool"));
+  }
+
+  void generation_blocks_give_spans() {
+    const auto out = forja::jinja::Template("a{% generation %}bc{% endgeneration %}d", "test").render({});
+    QCOMPARE(out.text, std::string("abcd"));
+    QCOMPARE(out.generation_spans.size(), size_t(1));
+    QCOMPARE(out.generation_spans[0], (std::pair<size_t, size_t>(1, 3)));
+  }
+
+  void errors_name_the_template_and_line() {
+    const std::string unknown = error_of("line one\n{{ 'x' | no_such_filter }}");
+    QVERIFY2(
+        unknown.find("test:2") != std::string::npos && unknown.find("no_such_filter") != std::string::npos,
+        unknown.c_str());
+    QVERIFY(error_of("{% if true %}x").find("endif") != std::string::npos);
+    QVERIFY(error_of("{{ 'x' ").find("unclosed") != std::string::npos);
+    QVERIFY(error_of("{% endfor %}").find("endfor") != std::string::npos);
+    QVERIFY(error_of("{% macro m() %}{% endmacro %}").find("macro") != std::string::npos);
+    QVERIFY(error_of("{{ undefined_thing.attr }}").find("attr") != std::string::npos);
+    // raise_exception() carries the template's own message out through ChatTemplate.
+    const forja::ChatTemplate tpl("{{ raise_exception('roles must alternate') }}", "mine");
+    try {
+      tpl.render({{"user", "hi"}});
+      QFAIL("raise_exception did not throw");
+    } catch (const forja::Error& e) {
+      QVERIFY2(std::string(e.message()).find("roles must alternate") != std::string::npos, e.what());
+      QVERIFY(std::string(e.message()).find("mine") != std::string::npos);
+    }
+  }
+
+  void assistant_spans_without_generation_blocks() {
+    const std::vector<forja::ChatMessage> conv = {
+        {"user", "hi"}, {"assistant", "yo"}, {"user", "q"}, {"assistant", "a"}};
+    // Prefix rendering: the built-in Llama 2 template writes "[/INST]" and then " yo </s>".
+    const auto llama2 =
+        forja::ChatTemplate(forja::ChatTemplate::builtin_source("llama2"), "llama2", "<s>", "</s>");
+    auto r = llama2.render(conv);
+    QCOMPARE(r.assistant_spans.size(), size_t(2));
+    QCOMPARE(
+        r.text.substr(r.assistant_spans[0].first, r.assistant_spans[0].second - r.assistant_spans[0].first),
+        std::string(" yo </s>"));
+    QCOMPARE(r.text.substr(r.assistant_spans[1].first), std::string(" a </s>"));
+    // A template whose output for a prefix is not a prefix (it counts the turns at the end): the assistant's
+    // words are found in the text instead, with the end-of-turn token after them.
+    const forja::ChatTemplate counting(
+        "{% for m in messages %}{{ m.content }}{{ eos_token if m.role == 'assistant' }}|"
+        "{% endfor %}{{ messages | length }}",
+        "counting", "", "<e>");
+    r = counting.render(conv);
+    QCOMPARE(r.text, std::string("hi|yo<e>|q|a<e>|4"));
+    QCOMPARE(r.assistant_spans, (std::vector<std::pair<size_t, size_t>>{{3, 8}, {11, 15}}));
+    // A template that drops the assistant's words leaves nothing to train on: an error, not an empty mask.
+    const forja::ChatTemplate dropping(
+        "{% for m in messages %}{{ m.role }}|{% endfor %}{{ messages | length }}", "drop");
+    QVERIFY_THROWS_EXCEPTION(forja::Error, dropping.render(conv));
+  }
+
+  void builtin_templates() {
+    const auto names = forja::ChatTemplate::builtin_names();
+    for (const char* n : {"chatml", "gpt2", "llama2", "llama3", "mistral", "zephyr"})
+      QVERIFY(std::find(names.begin(), names.end(), n) != names.end());
+    QVERIFY_THROWS_EXCEPTION(forja::Error, forja::ChatTemplate::builtin("nope"));
+    const auto chatml = forja::ChatTemplate::builtin("chatml");
+    forja::ChatRenderOptions gen;
+    gen.add_generation_prompt = true;
+    QCOMPARE(chatml.render({{"user", "hi"}}, gen).text,
+             std::string("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestJinja)
+#include "test_jinja.moc"
