@@ -174,6 +174,7 @@ Batch BatchStream::next() {
     rows.back().push_back(e);
     fill += len;
   }
+  if (options_.full_rows) rows.resize(static_cast<size_t>(options_.rows));
   Batch b = build_batch(rows, options_.seq_len, options_.pad_id);
   position_ += count;
   if (position_ >= static_cast<int64_t>(examples_.size())) {

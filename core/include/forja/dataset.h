@@ -230,10 +230,14 @@ struct BatchOptions {
   bool shuffle = true;   // false: file order every epoch (eval)
   uint64_t seed = 42;
   TokenId pad_id = 0;  // see default_pad_id()
+  // Top up an epoch's short last batch with empty rows (all padding, no loss), so that every batch has the
+  // same shape (what CUDA graphs and a steady memory peak want). Off: the last batch just has fewer rows.
+  bool full_rows = true;
 };
 
-// Endless batches over a fixed set of examples, epoch after epoch. An epoch's last batch may have fewer rows;
-// batches never span two epochs. Without packing each row holds one example padded to seq_len.
+// Endless batches over a fixed set of examples, epoch after epoch. Batches never span two epochs, so an
+// epoch's last batch may hold fewer examples (see full_rows). Without packing each row holds one example
+// padded to seq_len.
 class BatchStream {
  public:
   // Keeps a reference to `examples`, which must outlive the stream. Throws forja::Error for bad options, an

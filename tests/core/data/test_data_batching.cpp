@@ -170,8 +170,9 @@ class TestDataBatching : public QObject {
 
   void paddedEpochs() {
     std::vector<Example> ex = mixed_examples(7);
-    BatchStream s(ex,
-                  {.rows = 3, .seq_len = 16, .packing = false, .shuffle = true, .seed = 5, .pad_id = kPad});
+    BatchOptions o{.rows = 3, .seq_len = 16, .packing = false, .shuffle = true, .seed = 5, .pad_id = kPad};
+    o.full_rows = false;
+    BatchStream s(ex, o);
     QCOMPARE(s.batches_in_epoch(0), int64_t(3));  // ceil(7 / 3)
     for (int epoch = 0; epoch < 3; ++epoch) {
       std::multiset<int> seen;
@@ -186,6 +187,21 @@ class TestDataBatching : public QObject {
       QCOMPARE(std::set<int>(seen.begin(), seen.end()).size(), size_t(7));  // each example once per epoch
       QCOMPARE(s.cursor().epoch, int64_t(epoch + 1));
       QCOMPARE(s.cursor().position, int64_t(0));
+    }
+    // With full rows (the default) the short batch is topped up with empty rows: same examples, same labels.
+    o.full_rows = true;
+    BatchStream full(ex, o);
+    s.seek({0, 0, 5, 7});
+    for (int i = 0; i < 3; ++i) {
+      Batch a = s.next(), b = full.next();
+      QCOMPARE(b.rows, int64_t(3));
+      QCOMPARE(check_batch(b, ex), check_batch(a, ex));
+      QCOMPARE(b.loss_tokens, a.loss_tokens);
+      const size_t cells = static_cast<size_t>(a.rows * a.seq_len);
+      QCOMPARE(std::vector<int32_t>(b.labels.begin(), b.labels.begin() + static_cast<std::ptrdiff_t>(cells)),
+               a.labels);
+      QVERIFY(std::all_of(b.segment_ids.begin() + static_cast<std::ptrdiff_t>(cells), b.segment_ids.end(),
+                          [](int32_t v) { return v == 0; }));
     }
   }
 
