@@ -1,5 +1,8 @@
 #include "causal_lm.h"
 
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/cuda.h>
 
 #include "forja/checkpoint.h"
@@ -10,6 +13,68 @@
 
 namespace forja {
 namespace fs = std::filesystem;
+
+namespace {
+
+struct BlockHolder : torch::CustomClassHolder {
+  std::function<at::Tensor(const at::Tensor&)> block;
+  at::Tensor rng_state;  // the device generator's state at forward time: dropout draws the same masks again
+};
+
+at::Generator device_generator(const at::Tensor& x) {
+  return at::globalContext().defaultGenerator(x.device().type() == at::kCUDA ? x.device() : at::Device(at::kCPU));
+}
+
+// Reentrant checkpointing, as torch.utils.checkpoint(use_reentrant=True): forward without a graph, backward
+// recomputes the block with one and back-propagates through it.
+struct Recompute : torch::autograd::Function<Recompute> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            c10::intrusive_ptr<BlockHolder> holder) {
+    {
+      auto gen = device_generator(x);
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      holder->rng_state = gen.get_state();
+    }
+    ctx->save_for_backward({x});
+    ctx->saved_data["block"] = at::IValue::make_capsule(holder);
+    at::NoGradGuard no_grad;
+    return holder->block(x);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto holder = c10::static_intrusive_pointer_cast<BlockHolder>(ctx->saved_data["block"].toCapsule());
+    at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    auto gen = device_generator(x);
+    at::Tensor now;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      now = gen.get_state();
+      gen.set_state(holder->rng_state);
+    }
+    at::Tensor y;
+    {
+      at::AutoGradMode grad_on(true);
+      y = holder->block(x);
+    }
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(now);
+    }
+    torch::autograd::backward({y}, {grads[0]});
+    return {x.grad(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor recompute_in_backward(std::function<at::Tensor(const at::Tensor&)> block, at::Tensor x) {
+  if (!at::GradMode::is_enabled()) return block(x);
+  if (!x.requires_grad()) x = x.detach().requires_grad_(true);
+  auto holder = c10::make_intrusive<BlockHolder>();
+  holder->block = std::move(block);
+  return Recompute::apply(x, holder);
+}
 
 std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig& config, WeightProvider& weights) {
   std::shared_ptr<CausalLM> m;

@@ -6,6 +6,7 @@
 #include <torch/nn/module.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,15 @@ namespace forja {
 
 class WeightProvider;
 
+// What training adds to a forward pass. All optional: an empty ForwardOptions is plain causal attention over
+// positions 0..T-1, exactly forward(input_ids).
+struct ForwardOptions {
+  at::Tensor position_ids;  // [B, T] int64: position of each token within its own example (packing restarts it)
+  at::Tensor segment_ids;   // [B, T] int64: attention stays inside equal ids (packed examples); undefined: one
+                            // example per row
+  bool recompute_blocks = false;  // activation checkpointing: keep only each block's input, recompute in backward
+};
+
 struct LoadOptions {
   std::optional<at::ScalarType> dtype;  // unset: the checkpoint's own (dominant) dtype
   at::Device device = at::kCPU;
@@ -26,7 +36,13 @@ class CausalLM : public torch::nn::Module {
  public:
   explicit CausalLM(ModelConfig config) : config_(std::move(config)) {}
   // input_ids: [B, T] int64 on the model's device. Returns logits [B, T, vocab] in the model's dtype.
-  virtual at::Tensor forward(const at::Tensor& input_ids) = 0;
+  at::Tensor forward(const at::Tensor& input_ids) { return logits(hidden_states(input_ids, {})); }
+  // The final-norm hidden states [B, T, hidden]; the trainer feeds them to a chunked loss so that the
+  // [tokens, vocab] logits never exist at once.
+  virtual at::Tensor hidden_states(const at::Tensor& input_ids, const ForwardOptions& options) = 0;
+  // The output projection [vocab, hidden] (the embedding when tied); no bias in any supported family.
+  virtual const at::Tensor& head_weight() const = 0;
+  at::Tensor logits(const at::Tensor& hidden) const { return at::linear(hidden, head_weight()); }
   const ModelConfig& config() const { return config_; }
   at::ScalarType dtype() const { return dtype_; }
   at::Device device() const { return device_; }
@@ -37,6 +53,11 @@ class CausalLM : public torch::nn::Module {
   at::Device device_ = at::kCPU;
   friend std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig&, WeightProvider&);
 };
+
+// Activation checkpointing for one block: runs `block(x)` without keeping its intermediate activations and runs it
+// again in backward to get them. If x does not require grad it is made to (as transformers'
+// enable_input_require_grads does) so that the adapters inside the first block still receive gradients.
+at::Tensor recompute_in_backward(std::function<at::Tensor(const at::Tensor&)> block, at::Tensor x);
 
 // Builds the architecture named by the config, taking every parameter from `weights`.
 std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig& config, WeightProvider& weights);

@@ -17,11 +17,11 @@ Gpt2BlockImpl::Gpt2BlockImpl(const ModelConfig& c, WeightProvider& w, const std:
   mlp_proj = mlp->register_module("c_proj", Conv1D(w, p + ".mlp.c_proj", c.intermediate_size, d));
 }
 
-at::Tensor Gpt2BlockImpl::forward(const at::Tensor& x) {
+at::Tensor Gpt2BlockImpl::forward(const at::Tensor& x, const at::Tensor& same_segment) {
   const int64_t b = x.size(0), t = x.size(1), d = x.size(2);
   auto qkv = c_attn->forward(ln_1->forward(x)).split(d, -1);
   auto heads = [&](const at::Tensor& y) { return y.view({b, t, heads_, head_dim_}).transpose(1, 2); };
-  at::Tensor a = causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), 0);
+  at::Tensor a = causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), 0, same_segment);
   at::Tensor h = x + attn_proj->forward(a.transpose(1, 2).reshape({b, t, d}));
   at::Tensor m = c_fc->forward(ln_2->forward(h));
   m = act_ == "gelu" ? at::gelu(m) : at::gelu(m, "tanh");
@@ -39,15 +39,21 @@ Gpt2Model::Gpt2Model(const ModelConfig& c, WeightProvider& w) : CausalLM(c) {
   if (w.has("lm_head.weight")) w.get("lm_head.weight", {c.vocab_size, c.hidden_size});
 }
 
-at::Tensor Gpt2Model::forward(const at::Tensor& input_ids) {
+at::Tensor Gpt2Model::hidden_states(const at::Tensor& input_ids, const ForwardOptions& options) {
   TORCH_CHECK(input_ids.dim() == 2, "input_ids must be [batch, seq]");
   const int64_t t = input_ids.size(1);
   TORCH_CHECK(t <= config_.max_position_embeddings, "sequence of ", t, " tokens is longer than GPT-2's ",
               config_.max_position_embeddings, " positions");
-  at::Tensor positions = at::arange(t, input_ids.options().dtype(at::kLong));
+  at::Tensor positions = options.position_ids.defined() ? options.position_ids
+                                                         : at::arange(t, input_ids.options().dtype(at::kLong));
+  at::Tensor same_segment = options.segment_ids.defined() ? segment_mask(options.segment_ids) : at::Tensor();
   at::Tensor h = wte_->forward(input_ids) + wpe_->forward(positions);
-  for (const auto& block : *h_) h = block->as<Gpt2Block>()->forward(h);
-  return at::linear(ln_f_->forward(h), wte_->weight);
+  for (const auto& layer : *h_) {
+    auto* block = layer->as<Gpt2Block>();
+    auto run = [block, same_segment](const at::Tensor& x) { return block->forward(x, same_segment); };
+    h = options.recompute_blocks ? recompute_in_backward(run, h) : run(h);
+  }
+  return ln_f_->forward(h);
 }
 
 }  // namespace forja

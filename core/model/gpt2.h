@@ -12,7 +12,7 @@ namespace forja {
 class Gpt2BlockImpl : public torch::nn::Module {
  public:
   Gpt2BlockImpl(const ModelConfig& c, WeightProvider& w, const std::string& prefix);
-  at::Tensor forward(const at::Tensor& x);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& same_segment);
   LayerNorm ln_1{nullptr}, ln_2{nullptr};
   Conv1D c_attn{nullptr}, attn_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};
 
@@ -25,7 +25,8 @@ TORCH_MODULE(Gpt2Block);
 class Gpt2Model : public CausalLM {
  public:
   Gpt2Model(const ModelConfig& c, WeightProvider& w);
-  at::Tensor forward(const at::Tensor& input_ids) override;
+  at::Tensor hidden_states(const at::Tensor& input_ids, const ForwardOptions& options) override;
+  const at::Tensor& head_weight() const override { return wte_->weight; }
 
  private:
   std::shared_ptr<torch::nn::Module> body_;  // "transformer": wte, wpe, h, ln_f

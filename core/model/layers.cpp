@@ -12,7 +12,10 @@ LinearImpl::LinearImpl(WeightProvider& w, const std::string& name, int64_t in, i
   if (has_bias) bias = register_parameter("bias", w.get(name + ".bias", {out}), false);
 }
 
-at::Tensor LinearImpl::forward(const at::Tensor& x) { return at::linear(x, weight, bias); }
+at::Tensor LinearImpl::forward(const at::Tensor& x) {
+  at::Tensor y = at::linear(x, weight, bias);
+  return lora && lora->enabled ? lora->add_to(y, x) : y;
+}
 
 Conv1DImpl::Conv1DImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out) {
   weight = register_parameter("weight", w.get(name + ".weight", {in, out}), false);
@@ -23,7 +26,8 @@ at::Tensor Conv1DImpl::forward(const at::Tensor& x) {
   auto flat = x.reshape({-1, x.size(-1)});
   auto out_shape = x.sizes().vec();
   out_shape.back() = weight.size(1);
-  return at::addmm(bias, flat, weight).view(out_shape);
+  at::Tensor y = at::addmm(bias, flat, weight).view(out_shape);
+  return lora && lora->enabled ? lora->add_to(y, x) : y;
 }
 
 RMSNormImpl::RMSNormImpl(WeightProvider& w, const std::string& name, int64_t dim, double eps_) : eps(eps_) {
@@ -83,8 +87,9 @@ std::pair<at::Tensor, at::Tensor> Rotary::apply(const at::Tensor& q, const at::T
                                                 const at::Tensor& positions) const {
   // freqs[t, i] = pos[t] * inv_freq[i] in fp32; emb = [freqs, freqs]; cos/sin cast to the activations' dtype.
   at::Tensor inv = inv_freq_.to(q.device());
-  at::Tensor freqs = positions.to(q.device(), at::kFloat).unsqueeze(1) * inv.unsqueeze(0);
+  at::Tensor freqs = positions.to(q.device(), at::kFloat).unsqueeze(-1) * inv;
   at::Tensor emb = at::cat({freqs, freqs}, -1);
+  if (positions.dim() == 2) emb = emb.unsqueeze(1);  // [B, T, D] -> [B, 1, T, D], broadcast over heads
   at::Tensor cos = emb.cos().to(q.scalar_type());
   at::Tensor sin = emb.sin().to(q.scalar_type());
   return {q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin};
@@ -96,10 +101,24 @@ at::Tensor repeat_kv(const at::Tensor& x, int64_t n_rep) {
   return x.unsqueeze(2).expand({b, kv, n_rep, t, d}).reshape({b, kv * n_rep, t, d});
 }
 
-at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t sliding_window) {
+at::Tensor segment_mask(const at::Tensor& segment_ids) {
+  return (segment_ids.unsqueeze(-1) == segment_ids.unsqueeze(-2)).unsqueeze(1);
+}
+
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t sliding_window,
+                            const at::Tensor& same_segment) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   at::Tensor mask;
   const int64_t tq = q.size(-2), tk = k.size(-2);
+  if (same_segment.defined()) {
+    // An explicit mask replaces is_causal in SDPA, so causality (and the window) go into it.
+    auto qi = at::arange(tk - tq, tk, q.options().dtype(at::kLong)).unsqueeze(1);
+    auto kj = at::arange(0, tk, q.options().dtype(at::kLong)).unsqueeze(0);
+    auto dist = qi - kj;
+    at::Tensor allowed = dist >= 0;
+    if (sliding_window > 0) allowed = allowed & (dist < sliding_window);
+    return compat::sdpa(q, k, v, same_segment & allowed, /*is_causal=*/false, scale);
+  }
   if (sliding_window > 0 && tk > sliding_window) {
     // Query i (at absolute position i + tk - tq) sees keys j with 0 <= pos_i - j < sliding_window.
     auto qi = at::arange(tk - tq, tk, q.options().dtype(at::kLong)).unsqueeze(1);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "forja/model_config.h"
+#include "lora_linear.h"
 #include "weights.h"
 
 namespace forja {
@@ -19,6 +20,7 @@ class LinearImpl : public torch::nn::Module {
   LinearImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out, bool bias);
   at::Tensor forward(const at::Tensor& x);
   at::Tensor weight, bias;
+  std::shared_ptr<LoraAdapter> lora;  // attached by LoraAdapters; null for a plain projection
 };
 TORCH_MODULE(Linear);
 
@@ -28,6 +30,7 @@ class Conv1DImpl : public torch::nn::Module {
   Conv1DImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out);
   at::Tensor forward(const at::Tensor& x);
   at::Tensor weight, bias;
+  std::shared_ptr<LoraAdapter> lora;
 };
 TORCH_MODULE(Conv1D);
 
@@ -62,7 +65,7 @@ TORCH_MODULE(Embedding);
 class Rotary {
  public:
   Rotary(const RopeConfig& rope, int64_t head_dim);
-  // q, k: [B, H, T, D]; positions: [T] (int64). Returns the rotated pair.
+  // q, k: [B, H, T, D]; positions: [T] or [B, T] (int64). Returns the rotated pair.
   std::pair<at::Tensor, at::Tensor> apply(const at::Tensor& q, const at::Tensor& k, const at::Tensor& positions) const;
   const at::Tensor& inv_freq() const { return inv_freq_; }  // fp32, CPU
 
@@ -76,7 +79,12 @@ at::Tensor rope_inv_freq(const RopeConfig& rope, int64_t head_dim);
 // [B, KV, T, D] -> [B, KV * n_rep, T, D] (kv head h serves query heads h*n_rep .. h*n_rep+n_rep-1).
 at::Tensor repeat_kv(const at::Tensor& x, int64_t n_rep);
 
-// Causal attention over [B, H, T, D]; `sliding_window` > 0 limits each query to that many most recent positions.
-at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t sliding_window);
+// Causal attention over [B, H, T, D]; `sliding_window` > 0 limits each query to that many most recent positions;
+// `same_segment` ([B, 1, T, T] bool, from segment_mask) keeps packed examples from seeing each other.
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t sliding_window,
+                            const at::Tensor& same_segment = {});
+
+// [B, T] segment ids -> [B, 1, T, T] bool, true where query and key belong to the same segment.
+at::Tensor segment_mask(const at::Tensor& segment_ids);
 
 }  // namespace forja

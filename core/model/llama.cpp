@@ -13,14 +13,15 @@ LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, WeightProvider& w, 
   o_proj = register_module("o_proj", Linear(w, p + ".o_proj", heads_ * head_dim_, c.hidden_size, c.o_bias));
 }
 
-at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions) {
+at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
+                                       const at::Tensor& same_segment) {
   const int64_t b = x.size(0), t = x.size(1);
   at::Tensor q = q_proj->forward(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
   at::Tensor k = k_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
   at::Tensor v = v_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
   std::tie(q, k) = rope.apply(q, k, positions);
   const int64_t n_rep = heads_ / kv_heads_;
-  at::Tensor out = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), sliding_window_);
+  at::Tensor out = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), sliding_window_, same_segment);
   return o_proj->forward(out.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
 }
 
@@ -42,8 +43,9 @@ LlamaBlockImpl::LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const st
   mlp = register_module("mlp", LlamaMlp(c, w, p + ".mlp"));
 }
 
-at::Tensor LlamaBlockImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions) {
-  at::Tensor h = x + self_attn->forward(input_layernorm->forward(x), rope, positions);
+at::Tensor LlamaBlockImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
+                                   const at::Tensor& same_segment) {
+  at::Tensor h = x + self_attn->forward(input_layernorm->forward(x), rope, positions, same_segment);
   return h + mlp->forward(post_attention_layernorm->forward(h));
 }
 
@@ -59,14 +61,21 @@ LlamaModel::LlamaModel(const ModelConfig& c, WeightProvider& w) : CausalLM(c), r
   else if (w.has("lm_head.weight")) w.get("lm_head.weight", {c.vocab_size, c.hidden_size});
 }
 
-at::Tensor LlamaModel::forward(const at::Tensor& input_ids) {
+at::Tensor LlamaModel::hidden_states(const at::Tensor& input_ids, const ForwardOptions& options) {
   TORCH_CHECK(input_ids.dim() == 2, "input_ids must be [batch, seq]");
   const int64_t t = input_ids.size(1);
-  at::Tensor positions = at::arange(t, input_ids.options().dtype(at::kLong));
+  at::Tensor positions = options.position_ids.defined() ? options.position_ids
+                                                         : at::arange(t, input_ids.options().dtype(at::kLong));
+  at::Tensor same_segment = options.segment_ids.defined() ? segment_mask(options.segment_ids) : at::Tensor();
   at::Tensor h = embed_tokens_->forward(input_ids);
-  for (const auto& layer : *layers_) h = layer->as<LlamaBlock>()->forward(h, rope_, positions);
-  h = norm_->forward(h);
-  return lm_head_ ? lm_head_->forward(h) : at::linear(h, embed_tokens_->weight);
+  for (const auto& layer : *layers_) {
+    auto* block = layer->as<LlamaBlock>();
+    auto run = [block, this, positions, same_segment](const at::Tensor& x) {
+      return block->forward(x, rope_, positions, same_segment);
+    };
+    h = options.recompute_blocks ? recompute_in_backward(run, h) : run(h);
+  }
+  return norm_->forward(h);
 }
 
 }  // namespace forja

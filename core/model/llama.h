@@ -12,7 +12,8 @@ namespace forja {
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   LlamaAttentionImpl(const ModelConfig& c, WeightProvider& w, const std::string& prefix);
-  at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions);
+  at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
+                     const at::Tensor& same_segment);
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
@@ -31,7 +32,8 @@ TORCH_MODULE(LlamaMlp);
 class LlamaBlockImpl : public torch::nn::Module {
  public:
   LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const std::string& prefix);
-  at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions);
+  at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
+                     const at::Tensor& same_segment);
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
@@ -41,7 +43,8 @@ TORCH_MODULE(LlamaBlock);
 class LlamaModel : public CausalLM {
  public:
   LlamaModel(const ModelConfig& c, WeightProvider& w);
-  at::Tensor forward(const at::Tensor& input_ids) override;
+  at::Tensor hidden_states(const at::Tensor& input_ids, const ForwardOptions& options) override;
+  const at::Tensor& head_weight() const override { return lm_head_ ? lm_head_->weight : embed_tokens_->weight; }
 
  private:
   std::shared_ptr<torch::nn::Module> body_;  // "model": embed_tokens, layers, norm

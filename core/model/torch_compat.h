@@ -34,6 +34,32 @@ inline at::Tensor sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   return at::matmul(probs, v);
 }
 
+// AdamW over all parameters in one fused kernel (torch.optim.AdamW(fused=True)): LibTorch 2.x on CUDA only.
+// Returns false where it does not apply, and the caller runs the per-tensor formulation. `step` is the step number
+// after incrementing (1 on the first update).
+inline bool fused_adamw(std::vector<at::Tensor>& params, std::vector<at::Tensor>& exp_avg,
+                        std::vector<at::Tensor>& exp_avg_sq, int64_t step, double lr, double beta1, double beta2,
+                        double weight_decay, double eps) {
+#if FORJA_TORCH_AT_LEAST(2, 1)
+  if (params.empty() || !params.front().is_cuda()) return false;
+  std::vector<at::Tensor> p, g, m, v;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].grad().defined()) continue;
+    p.push_back(params[i]), g.push_back(params[i].grad()), m.push_back(exp_avg[i]), v.push_back(exp_avg_sq[i]);
+  }
+  if (p.empty()) return true;
+  at::Tensor step_t = at::full({}, static_cast<double>(step), p.front().options().dtype(at::kFloat));
+  std::vector<at::Tensor> steps(p.size(), step_t);
+  at::_fused_adamw_(p, g, m, v, {}, steps, lr, beta1, beta2, weight_decay, eps, /*amsgrad=*/false,
+                    /*maximize=*/false);
+  return true;
+#else
+  (void)params, (void)exp_avg, (void)exp_avg_sq, (void)step, (void)lr, (void)beta1, (void)beta2, (void)weight_decay,
+      (void)eps;
+  return false;
+#endif
+}
+
 inline std::string torch_version_string() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
          std::to_string(TORCH_VERSION_PATCH);
