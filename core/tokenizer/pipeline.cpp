@@ -3,6 +3,7 @@
 #include "pipeline.h"
 
 #include <array>
+#include <atomic>
 #include <climits>
 
 #include "forja/error.h"
@@ -162,10 +163,34 @@ std::string byte_fallback_name(unsigned b) {
 }
 }  // namespace
 
+namespace {
+
+// Words repeat (Zipf), so each thread remembers the BPE result of the words it has seen: no lock on the hot
+// path, and lookups by string_view do not allocate. One model at a time per thread; switching models starts
+// afresh.
+struct WordCache {
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
+  };
+  struct Entry {
+    std::vector<TokenId> ids;
+    std::vector<uint32_t> lens;
+  };
+  uint64_t owner = 0;
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> map;
+};
+
+std::atomic<uint64_t> next_instance{1};
+constexpr size_t kCacheMaxWord = 64;         // longer pieces are rare and would crowd the cache
+constexpr size_t kCacheMaxEntries = 262144;  // a few tens of MB at most; cleared when full
+
+}  // namespace
+
 BpeModel::BpeModel(std::vector<std::string> id_to_token,
                    const std::vector<std::pair<std::string, std::string>>& merges, Options options,
                    const std::string& origin)
-    : id_to_token_(std::move(id_to_token)), opt_(options) {
+    : id_to_token_(std::move(id_to_token)), opt_(options), instance_(next_instance.fetch_add(1)) {
   for (size_t i = 0; i < id_to_token_.size(); ++i) {
     if (id_to_token_[i].empty()) continue;
     const auto id = static_cast<TokenId>(i);
@@ -285,30 +310,32 @@ void BpeModel::bpe(std::string_view word, std::vector<TokenId>& ids, std::vector
 
 void BpeModel::tokenize(std::string_view word, std::vector<TokenId>& ids,
                         std::vector<std::pair<size_t, size_t>>* spans) const {
+  thread_local WordCache cache;
   thread_local std::vector<TokenId> wids;
   thread_local std::vector<uint32_t> wlens;
-  bool cached = false;
-  if (word.size() < 64) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    auto it = cache_.find(std::string(word));
-    if (it != cache_.end()) {
-      wids = it->second.first;
-      wlens = it->second.second;
-      cached = true;
-    }
+  if (cache.owner != instance_) {
+    cache.map.clear();
+    cache.owner = instance_;
   }
-  if (!cached) {
+  const std::vector<TokenId>* rids = &wids;
+  const std::vector<uint32_t>* rlens = &wlens;
+  auto hit = word.size() <= kCacheMaxWord ? cache.map.find(word) : cache.map.end();
+  if (hit != cache.map.end()) {
+    rids = &hit->second.ids;
+    rlens = &hit->second.lens;
+  } else {
     bpe(word, wids, wlens);
-    if (word.size() < 64) {
-      std::lock_guard<std::mutex> lock(cache_mutex_);
-      if (cache_.size() > 200000) cache_.clear();
-      cache_.emplace(std::string(word), std::make_pair(wids, wlens));
+    if (word.size() <= kCacheMaxWord) {
+      if (cache.map.size() >= kCacheMaxEntries) cache.map.clear();
+      auto ins = cache.map.emplace(std::string(word), WordCache::Entry{wids, wlens}).first;
+      rids = &ins->second.ids;
+      rlens = &ins->second.lens;
     }
   }
-  ids.insert(ids.end(), wids.begin(), wids.end());
+  ids.insert(ids.end(), rids->begin(), rids->end());
   if (spans) {
     size_t at = 0;
-    for (uint32_t len : wlens) {
+    for (uint32_t len : *rlens) {
       spans->emplace_back(at, at + len);
       at += len;
     }

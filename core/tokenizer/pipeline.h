@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -80,8 +79,7 @@ class BpeModel {
   std::unordered_map<uint64_t, std::pair<uint32_t, TokenId>> merges_;  // (left, right) -> (rank, merged)
   TokenId byte_ids_[256];
   Options opt_;
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::pair<std::vector<TokenId>, std::vector<uint32_t>>> cache_;
+  uint64_t instance_ = 0;  // tells this model's entries apart in the per-thread word cache
 };
 
 // ---- post-processors ----

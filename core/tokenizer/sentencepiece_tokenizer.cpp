@@ -2,14 +2,13 @@
 // tokens are matched first, the leading "▁" follows `legacy` (every segment) or not (only the start of the
 // text), spaces become "▁", BOS/EOS follow add_bos_token / add_eos_token. The model's own dummy prefix is
 // switched off so that Forja decides where "▁" goes, as HF's converted tokenizer does.
-#include <sentencepiece_processor.h>
-
 #include <fstream>
 #include <sstream>
 
 #include "added_vocab.h"
 #include "forja/error.h"
 #include "pipeline.h"
+#include "sp_processor.h"
 #include "tokenizer_impl.h"
 #include "utf8.h"
 
@@ -263,7 +262,7 @@ class SentencePieceTokenizer final : public Tokenizer::Impl {
   }
 
   std::string path_;
-  sentencepiece::SentencePieceProcessor sp_;
+  SpProcessor sp_;
   AddedVocab added_;
   DecoderPtr decoder_;
   bool legacy_ = true, add_prefix_ = true, add_bos_ = true, add_eos_ = false;

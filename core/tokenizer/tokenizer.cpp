@@ -1,8 +1,13 @@
 // forja::Tokenizer: finds the tokenizer files of a model folder, reads the HF config around them, and
 // forwards to the backend. Also the streaming decoder.
+#include <algorithm>
+#include <atomic>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "forja/error.h"
 #include "tokenizer_impl.h"
@@ -121,10 +126,35 @@ Encoding Tokenizer::encode_with_spans(std::string_view text, bool add_special_to
 }
 
 std::vector<std::vector<TokenId>> Tokenizer::encode_batch(const std::vector<std::string>& texts,
-                                                          bool add_special_tokens) const {
-  std::vector<std::vector<TokenId>> out;
-  out.reserve(texts.size());
-  for (const auto& t : texts) out.push_back(encode(t, add_special_tokens));
+                                                          bool add_special_tokens, unsigned threads) const {
+  std::vector<std::vector<TokenId>> out(texts.size());
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, texts.size()));
+  if (threads <= 1) {
+    for (size_t i = 0; i < texts.size(); ++i) out[i] = encode(texts[i], add_special_tokens);
+    return out;
+  }
+  // Texts are handed out in small blocks from a shared counter, so long and short texts even out across
+  // threads.
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto work = [&] {
+    try {
+      constexpr size_t kBlock = 16;
+      for (size_t b = next.fetch_add(kBlock); b < texts.size(); b = next.fetch_add(kBlock))
+        for (size_t i = b; i < std::min(texts.size(), b + kBlock); ++i)
+          out[i] = encode(texts[i], add_special_tokens);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
   return out;
 }
 

@@ -54,8 +54,9 @@ class Tokenizer {
   // add_special_tokens: what HF does by default (post-processor / add_bos_token / add_eos_token).
   std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = true) const;
   Encoding encode_with_spans(std::string_view text, bool add_special_tokens = true) const;
+  // threads: 0 uses every hardware thread (as HF's encode_batch does); 1 encodes on the calling thread.
   std::vector<std::vector<TokenId>> encode_batch(const std::vector<std::string>& texts,
-                                                 bool add_special_tokens = true) const;
+                                                 bool add_special_tokens = true, unsigned threads = 0) const;
 
   // Invalid UTF-8 in the decoded bytes becomes U+FFFD, as in HF.
   std::string decode(std::span<const TokenId> ids, bool skip_special_tokens = false) const;
