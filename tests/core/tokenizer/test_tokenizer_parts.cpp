@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "added_vocab.h"
+#include "fixture_util.h"
 #include "forja/error.h"
 #include "forja/tokenizer.h"
 #include "pipeline.h"
@@ -185,6 +186,33 @@ class TestTokenizerParts : public QObject {
     std::vector<std::string> got;
     for (auto [b, e] : m) got.push_back(s.substr(b, e - b));
     QCOMPARE(got, (std::vector<std::string>{"I", "'M", "  ", " fine", "\n\n", "123", "456", "7", " ação"}));
+  }
+
+  // The built-in matchers must split exactly as PCRE2 does, on every corpus string and on hard cases.
+  void builtin_matchers_agree_with_pcre2() {
+    if (!forja::Regex::have_pcre2()) QSKIP("this build has no PCRE2 to compare with");
+    const auto corpus = forja::test::read_fixture_json(forja::test::tokenizer_fixtures() + "/corpus.json");
+    std::vector<std::string> texts = corpus.get<std::vector<std::string>>();
+    for (const char* hard : {"a  \n\n  b", " \t\r\n x", "'S 'LL 'Re \xC5\xBF", "x'ſ", "  ", "a ", "\r\n\r\n",
+                             "12345678", "\xC2\xA0\xC2\xA0x", "!!\n\n", " !!!\r\n", "\u3000\u3000a"})
+      texts.emplace_back(hard);
+    const char* patterns[] = {
+        R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",
+        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+        R"(\p{N})",
+        R"(\p{N}+)",
+        R"(\s+)"};
+    for (const char* pattern : patterns) {
+      forja::Regex re(pattern, false, "test");
+      QVERIFY2(re.builtin() != forja::Regex::Builtin::None, pattern);
+      for (const auto& t : texts) {
+        std::vector<std::pair<size_t, size_t>> ours, theirs;
+        re.find_all(t, ours);
+        re.find_all_pcre2(t, theirs);
+        QVERIFY2(ours == theirs, (std::string(pattern) + " on \"" + t + "\"").c_str());
+      }
+    }
   }
 
   void metaspace_and_template_processing() {
