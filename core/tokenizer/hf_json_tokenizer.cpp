@@ -192,6 +192,7 @@ struct RegexSplit : PreTokenizer {
     for (const auto& p : pieces) {
       m.clear();
       re->find_all(p.text, m);
+      out.reserve(out.size() + 2 * m.size() + 1);  // at most a piece per match and per gap
       split_piece(p, m, behavior, invert, out);
     }
     pieces = std::move(out);
@@ -211,6 +212,7 @@ struct ByteLevelPre : PreTokenizer {
     for (const auto& p : pieces) {
       m.clear();
       re->find_all(p.text, m);
+      out.reserve(out.size() + 2 * m.size() + 1);
       split_piece(p, m, SplitBehavior::Isolated, false, out);
     }
     pieces = std::move(out);

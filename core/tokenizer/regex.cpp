@@ -54,6 +54,9 @@ const std::array<uint8_t, 0x10000>& bmp_classes() {
   return table;
 }
 
+// Built when the library loads (no guard to check on every character); nothing splits text before main().
+const uint8_t* const kBmp = bmp_classes().data();
+
 struct Ch {
   size_t len = 0;  // 0 at the end of the text
   uint8_t cls = kOther;
@@ -66,14 +69,14 @@ inline Ch char_at(std::string_view s, size_t i) {
   const auto b = static_cast<unsigned char>(s[i]);
   if (b < 0x80) {
     c.len = 1;
-    c.cls = bmp_classes()[b];
+    c.cls = kBmp[b];
     c.newline = b == '\r' || b == '\n';
     return c;
   }
   // Invalid UTF-8 counts as one "other" byte (PCRE2 with MATCH_INVALID_UTF never matches it at all; Forja's
   // texts are valid UTF-8, so this only keeps odd input from being lost).
   const uint32_t cp = utf8::decode(s, i, c.len);
-  c.cls = cp < 0x10000 ? bmp_classes()[cp] : slow_class(cp);
+  c.cls = cp < 0x10000 ? kBmp[cp] : slow_class(cp);
   return c;
 }
 

@@ -66,9 +66,22 @@ uint32_t compose_pair(uint32_t a, uint32_t b) {
 }  // namespace
 
 std::string normalize(std::string_view s, Form form, std::vector<uint32_t>* src) {
-  const bool ascii =
+  bool unchanged =
       std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-  if (ascii) {
+  if (!unchanged && form == Form::NFC) {
+    // NFC leaves text alone when every character is NFC_QC=Yes with combining class 0 and none can start a
+    // composition with what follows: below U+0300 (no combining marks there), CJK unified ideographs and
+    // Hangul syllables (a trailing jamo after one is outside these ranges, so it takes the full path). This
+    // skips the decomposition for most text of Qwen2-style tokenizers.
+    unchanged = true;
+    for (size_t i = 0; i < s.size() && unchanged;) {
+      size_t len = 0;
+      const uint32_t cp = utf8::decode(s, i, len);
+      unchanged = cp < 0x300 || (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3);
+      i += len;
+    }
+  }
+  if (unchanged) {
     if (src) {
       src->resize(s.size());
       for (size_t i = 0; i < s.size(); ++i) (*src)[i] = static_cast<uint32_t>(i);
