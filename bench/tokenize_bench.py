@@ -83,7 +83,8 @@ def main():
     args = ap.parse_args()
 
     out_dir = os.environ.get("OUT")
-    text = args.text or make_text(os.path.join(out_dir or "/tmp", "forja_tokenize_bench.txt"), args.mb)
+    # The generated text stays out of $OUT: only the results travel back.
+    text = args.text or make_text(os.path.join("/tmp", "forja_tokenize_bench.txt"), args.mb)
     lines = read_lines(text)
     mb = sum(len(l.encode("utf-8")) for l in lines) / 1e6
     models = args.model or [os.path.join(FIXTURES, m) for m in DEFAULT_MODELS]
