@@ -27,6 +27,7 @@
 #include "gpu_status_widget.h"
 #include "job_status_widget.h"
 #include "jobs/job_monitor.h"
+#include "panes/data_pane.h"
 #include "panes/doctor_pane.h"
 #include "panes/gpu_pane.h"
 #include "panes/model_pane.h"
@@ -81,9 +82,11 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
 
   model_pane_ = new ModelPane(context_);
   runs_pane_ = new RunsPane(context_);
+  data_pane_ = new DataPane(context_);
   doctor_pane_ = new DoctorPane(context_);
   gpu_pane_ = new GpuPane(context_);
   add_pane(model_pane_);
+  add_pane(data_pane_);
   add_pane(runs_pane_);
   add_pane(gpu_pane_);
   add_pane(doctor_pane_);
@@ -91,6 +94,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   connect(model_pane_, &ModelPane::recent_changed, this, &MainWindow::rebuild_recent_menu);
   connect(model_pane_, &ModelPane::model_opened, this, [this](const forja::ModelInfo& info) {
     setWindowTitle(tr("%1 — Forja").arg(QFileInfo(QString::fromStdString(info.dir.string())).fileName()));
+    data_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
   });
 
   statusBar()->addWidget(new JobStatusWidget(jobs_), 1);

@@ -16,6 +16,7 @@ class QStackedWidget;
 
 namespace forja::ui {
 
+class DataPane;
 class DoctorPane;
 class GpuMonitorService;
 class GpuPane;
@@ -40,6 +41,7 @@ class MainWindow : public QMainWindow {
   void show_pane(int index);
   ModelPane* model_pane() const { return model_pane_; }
   RunsPane* runs_pane() const { return runs_pane_; }
+  DataPane* data_pane() const { return data_pane_; }
   DoctorPane* doctor_pane() const { return doctor_pane_; }
   GpuPane* gpu_pane() const { return gpu_pane_; }
   GpuMonitorService* gpu_monitor() const { return gpu_; }
@@ -62,6 +64,7 @@ class MainWindow : public QMainWindow {
   std::vector<Pane*> panes_;
   ModelPane* model_pane_ = nullptr;
   RunsPane* runs_pane_ = nullptr;
+  DataPane* data_pane_ = nullptr;
   DoctorPane* doctor_pane_ = nullptr;
   GpuPane* gpu_pane_ = nullptr;
   QSplitter* splitter_;

@@ -32,8 +32,8 @@ struct ShimApi {
 
 constexpr const char* kShimName = "libforja_sentencepiece.so";
 
-// Where to look, in order: FORJA_SENTENCEPIECE_SHIM, beside the executable and in ../lib/forja (an installed or
-// relocated tree), the install directory, then the build tree this binary came from.
+// Where to look, in order: FORJA_SENTENCEPIECE_SHIM, beside the executable and in ../lib/forja (an installed
+// or relocated tree), the install directory, then the build tree this binary came from.
 std::vector<fs::path> candidates() {
   std::vector<fs::path> out;
   if (const char* v = std::getenv("FORJA_SENTENCEPIECE_SHIM"); v && *v) out.emplace_back(v);
@@ -109,12 +109,17 @@ SpProcessor::Status SpProcessor::LoadFromSerializedProto(std::string_view data) 
 SpProcessor::Status SpProcessor::Encode(std::string_view text, std::vector<int>* ids) const {
   char err[512] = {};
   ids->clear();
-  const Sink sink = [](void* ctx, const int* v, size_t n) { static_cast<std::vector<int>*>(ctx)->assign(v, v + n); };
-  if (api().encode(sp_, text.data(), text.size(), sink, ids, err, sizeof(err)) != 0) return {std::string(err)};
+  const Sink sink = [](void* ctx, const int* v, size_t n) {
+    static_cast<std::vector<int>*>(ctx)->assign(v, v + n);
+  };
+  if (api().encode(sp_, text.data(), text.size(), sink, ids, err, sizeof(err)) != 0)
+    return {std::string(err)};
   return {};
 }
 
-int SpProcessor::GetPieceSize() const { return api().piece_size(sp_); }
+int SpProcessor::GetPieceSize() const {
+  return api().piece_size(sp_);
+}
 
 std::string SpProcessor::IdToPiece(int id) const {
   size_t len = 0;
@@ -122,14 +127,30 @@ std::string SpProcessor::IdToPiece(int id) const {
   return std::string(p, len);
 }
 
-int SpProcessor::PieceToId(std::string_view piece) const { return api().piece_to_id(sp_, piece.data(), piece.size()); }
-int SpProcessor::unk_id() const { return api().special_id(sp_, 0); }
-int SpProcessor::bos_id() const { return api().special_id(sp_, 1); }
-int SpProcessor::eos_id() const { return api().special_id(sp_, 2); }
-bool SpProcessor::IsControl(int id) const { return api().is(sp_, id, 0) != 0; }
-bool SpProcessor::IsUnknown(int id) const { return api().is(sp_, id, 1) != 0; }
-bool SpProcessor::IsByte(int id) const { return api().is(sp_, id, 2) != 0; }
+int SpProcessor::PieceToId(std::string_view piece) const {
+  return api().piece_to_id(sp_, piece.data(), piece.size());
+}
+int SpProcessor::unk_id() const {
+  return api().special_id(sp_, 0);
+}
+int SpProcessor::bos_id() const {
+  return api().special_id(sp_, 1);
+}
+int SpProcessor::eos_id() const {
+  return api().special_id(sp_, 2);
+}
+bool SpProcessor::IsControl(int id) const {
+  return api().is(sp_, id, 0) != 0;
+}
+bool SpProcessor::IsUnknown(int id) const {
+  return api().is(sp_, id, 1) != 0;
+}
+bool SpProcessor::IsByte(int id) const {
+  return api().is(sp_, id, 2) != 0;
+}
 
-std::string SpProcessor::library_path() { return api().path; }
+std::string SpProcessor::library_path() {
+  return api().path;
+}
 
 }  // namespace forja

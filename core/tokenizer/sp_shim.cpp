@@ -1,8 +1,8 @@
 // libforja_sentencepiece: libsentencepiece behind a plain C interface, loaded by sp_processor.cpp with dlopen
-// (RTLD_LOCAL | RTLD_DEEPBIND). Debian's libsentencepiece carries its own protobuf-lite and exports those symbols;
-// LibTorch loads the system libprotobuf. Linked into one process, libprotobuf's static initialisers bind to
-// sentencepiece's copies and crash before main(). Behind this module each library keeps its own protobuf.
-// Nothing here throws across the C boundary: errors come back as text.
+// (RTLD_LOCAL | RTLD_DEEPBIND). Debian's libsentencepiece carries its own protobuf-lite and exports those
+// symbols; LibTorch loads the system libprotobuf. Linked into one process, libprotobuf's static initialisers
+// bind to sentencepiece's copies and crash before main(). Behind this module each library keeps its own
+// protobuf. Nothing here throws across the C boundary: errors come back as text.
 #include <sentencepiece_processor.h>
 
 #include <cstddef>
@@ -26,7 +26,8 @@ extern "C" {
 
 using forja_sp_sink = void (*)(void* ctx, const int* ids, size_t count);
 
-__attribute__((visibility("default"))) void* forja_sp_load(const char* data, size_t len, char* err, size_t err_len) {
+__attribute__((visibility("default"))) void* forja_sp_load(const char* data, size_t len, char* err,
+                                                           size_t err_len) {
   try {
     auto* sp = new sentencepiece::SentencePieceProcessor;
     const auto status = sp->LoadFromSerializedProto(std::string_view(data, len));
@@ -51,8 +52,8 @@ __attribute__((visibility("default"))) int forja_sp_encode(const void* sp, const
                                                            size_t err_len) {
   try {
     std::vector<int> ids;
-    const auto status =
-        static_cast<const sentencepiece::SentencePieceProcessor*>(sp)->Encode(std::string_view(text, len), &ids);
+    const auto status = static_cast<const sentencepiece::SentencePieceProcessor*>(sp)->Encode(
+        std::string_view(text, len), &ids);
     if (!status.ok()) {
       set_error(err, err_len, status.ToString());
       return 1;
@@ -76,8 +77,10 @@ __attribute__((visibility("default"))) const char* forja_sp_id_to_piece(const vo
   return piece.data();
 }
 
-__attribute__((visibility("default"))) int forja_sp_piece_to_id(const void* sp, const char* piece, size_t len) {
-  return static_cast<const sentencepiece::SentencePieceProcessor*>(sp)->PieceToId(std::string_view(piece, len));
+__attribute__((visibility("default"))) int forja_sp_piece_to_id(const void* sp, const char* piece,
+                                                                size_t len) {
+  return static_cast<const sentencepiece::SentencePieceProcessor*>(sp)->PieceToId(
+      std::string_view(piece, len));
 }
 
 // what: 0 unk_id, 1 bos_id, 2 eos_id.

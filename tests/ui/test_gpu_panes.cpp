@@ -140,7 +140,7 @@ void TestGpuPanes::gpuPanePlotsLiveSamples() {
   auto* service = window_->gpu_monitor();
   QVERIFY2(service->available(), qPrintable(service->reason()));
   GpuPane* pane = window_->gpu_pane();
-  window_->show_pane(2);
+  window_->show_pane(window_->pane_count() - 2);  // the GPU pane, before the Doctor
   auto* interval = pane->findChild<QSpinBox*>(QStringLiteral("gpuInterval"));
   interval->setValue(100);  // the spin box drives the sampler
   QCOMPARE(service->interval().count(), 100);

@@ -50,7 +50,8 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
   big.setPointSizeF(big.pointSizeF() * 1.4);
   big.setBold(true);
   heading_->setFont(big);
-  auto* open_button = new QPushButton(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("Open Model Folder…"));
+  auto* open_button =
+      new QPushButton(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("Open Model Folder…"));
   open_button->setObjectName(QStringLiteral("openModelButton"));
   connect(open_button, &QPushButton::clicked, this, &ModelPane::open_dialog);
   auto* top = new QHBoxLayout;

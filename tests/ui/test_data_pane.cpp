@@ -1,0 +1,151 @@
+// Tests of the Data pane, driven through the main window: the bundled demo dataset read with a fixture
+// tokenizer (counts, histogram, the token preview with trained tokens highlighted), bad lines listed with
+// file:line or stopping the read, and a model folder without a tokenizer.
+#include <QCheckBox>
+#include <QFile>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+#include <QTreeWidget>
+
+#include "error_box.h"
+#include "jobs/job.h"
+#include "jobs/prepare_data_job.h"
+#include "main_window.h"
+#include "panes/data_pane.h"
+#include "plot.h"
+#include "ui_test_support.h"
+
+using forja::ui::DataPane;
+using forja::ui::MainWindow;
+
+namespace {
+
+const QString kDemo = QStringLiteral(FORJA_SOURCE_DIR "/resources/demo/dataset.jsonl");
+// tests/fixtures/tokenizers/qwen2_bpe: a byte-level BPE trained by make_tokenizer_fixtures.py with Qwen2's
+// ChatML chat template in its tokenizer_config.json.
+const QString kQwenTokenizer = QStringLiteral(FORJA_FIXTURES_DIR "/tokenizers/qwen2_bpe");
+
+void write_file(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(bytes);
+}
+
+}  // namespace
+
+class TestDataPane : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() { forja::test::init_ui_test_environment("test_data_pane"); }
+  void init();
+  void cleanup();
+  void demoDatasetWithTokenizer();
+  void badLinesAreListedOrStopTheRead();
+  void modelWithoutTokenizerStillReadsRecords();
+
+ private:
+  QTemporaryDir* tmp_ = nullptr;
+  MainWindow* window_ = nullptr;
+  DataPane* pane_ = nullptr;
+};
+
+void TestDataPane::init() {
+  QSettings().clear();
+  tmp_ = new QTemporaryDir;
+  window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
+  window_->show();
+  pane_ = window_->data_pane();
+  window_->show_pane(1);
+}
+
+void TestDataPane::cleanup() {
+  QVERIFY(forja::ui::Job::cancel_all_and_wait(5000));
+  delete window_;
+  delete tmp_;
+}
+
+void TestDataPane::demoDatasetWithTokenizer() {
+  pane_->set_model_dir(kQwenTokenizer);
+  QSignalSpy ready(pane_, &DataPane::dataset_ready);
+  pane_->open(kDemo);
+  QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 30000);
+  const auto& p = pane_->preview();
+  QVERIFY(p && p->prepared);
+  const auto& s = p->prepared->stats;
+  // resources/demo/dataset.jsonl: 80 chat records; the pane's default holds out 10% (8) for eval.
+  QCOMPARE(s.records_read, size_t(80));
+  QCOMPARE(s.chat, size_t(80));
+  QCOMPARE(s.train.examples + s.eval.examples, size_t(80));
+  QCOMPARE(s.eval.examples, size_t(8));
+  QVERIFY(s.train.trained_tokens > 0 && s.train.trained_tokens < s.train.tokens);
+  const QString summary = pane_->findChild<QLabel*>(QStringLiteral("datasetSummary"))->text();
+  QVERIFY2(summary.contains(QStringLiteral("80 records")), qPrintable(summary));
+  // The histogram holds one bar per bin, counting every train example.
+  auto* plot = pane_->findChild<QCustomPlot*>(QStringLiteral("datasetHistogram"));
+  QCOMPARE(plot->plottableCount(), 1);
+  auto* bars = qobject_cast<QCPBars*>(plot->plottable(0));
+  double counted = 0;
+  for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it) counted += it->value;
+  QCOMPARE(counted, double(s.train.examples));
+  // The first example shown token by token: the assistant's answer highlighted, the system/user turns not.
+  auto* tokens = pane_->findChild<QTextBrowser*>(QStringLiteral("datasetTokens"));
+  const QString html = tokens->toHtml();
+  QVERIFY2(html.contains(QStringLiteral("background-color")), qPrintable(html.left(400)));
+  const auto& first = p->prepared->train.front();
+  int trained_spans = 0;
+  for (size_t t = 0; t < first.ids.size(); ++t) trained_spans += first.train_mask[t];
+  QCOMPARE(html.count(QStringLiteral("background-color")), trained_spans);
+  QVERIFY(trained_spans > 0 && trained_spans < static_cast<int>(first.ids.size()));
+  // Another example on the spin box.
+  pane_->findChild<QSpinBox*>(QStringLiteral("datasetExample"))->setValue(2);
+  QVERIFY(pane_->findChild<QLabel*>(QStringLiteral("datasetExampleSource"))
+              ->text()
+              .startsWith(QString::fromStdString(p->prepared->train[1].source)));
+}
+
+void TestDataPane::badLinesAreListedOrStopTheRead() {
+  const QString file = tmp_->filePath(QStringLiteral("bad.jsonl"));
+  write_file(file,
+             "{\"instruction\": \"Say hi\", \"output\": \"hi\"}\n"
+             "{\"instruction\": \"Say hi\", \"output\": \n"  // line 2: broken JSON
+             "{\"text\": \"plain text line\"}\n"
+             "{\"messages\": []}\n");  // line 4: an empty conversation
+  pane_->set_model_dir(kQwenTokenizer);
+  QSignalSpy ready(pane_, &DataPane::dataset_ready);
+  pane_->open(file);
+  QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 30000);
+  auto* problems = pane_->findChild<QTreeWidget*>(QStringLiteral("datasetProblems"));
+  QCOMPARE(problems->topLevelItemCount(), 2);
+  QCOMPARE(problems->topLevelItem(0)->text(0), file + QStringLiteral(":2"));
+  QCOMPARE(problems->topLevelItem(1)->text(0), file + QStringLiteral(":4"));
+  QCOMPARE(pane_->preview()->prepared->stats.records_read, size_t(2));
+
+  // Unticking "skip" makes the first bad line stop the read, with the error naming file:line.
+  QSignalSpy failed(pane_, &DataPane::dataset_failed);
+  pane_->findChild<QCheckBox*>(QStringLiteral("datasetSkipBad"))->setChecked(false);
+  QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 30000);
+  auto* box = pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("datasetError"));
+  QVERIFY(box->isVisible());
+  QVERIFY2(box->message().contains(file + QStringLiteral(":2")), qPrintable(box->message()));
+}
+
+void TestDataPane::modelWithoutTokenizerStillReadsRecords() {
+  // tests/fixtures/models/smollm has weights and a config but no tokenizer files.
+  pane_->set_model_dir(QStringLiteral(FORJA_FIXTURES_DIR "/models/smollm"));
+  QSignalSpy ready(pane_, &DataPane::dataset_ready);
+  pane_->open(kDemo);
+  QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 30000);
+  QVERIFY(!pane_->preview()->prepared);
+  QCOMPARE(pane_->preview()->read.records.size(), size_t(80));
+  const QString summary = pane_->findChild<QLabel*>(QStringLiteral("datasetSummary"))->text();
+  QVERIFY2(summary.contains(QStringLiteral("no tokenizer")), qPrintable(summary));
+  QVERIFY(!pane_->findChild<QSpinBox*>(QStringLiteral("datasetExample"))->isEnabled());
+}
+
+QTEST_MAIN(TestDataPane)
+#include "test_data_pane.moc"
