@@ -1,0 +1,130 @@
+// The Llama family's decode graph: RMSNorm, fused q/k/v with RoPE (default, linear, llama3 frequencies), GQA
+// attention over the KV cache (Mistral's sliding window), fused gate/up SwiGLU. Qwen2's q/k/v biases and
+// Llama's attention/MLP biases come along when the checkpoint has them.
+#include <ATen/core/grad_mode.h>
+
+#include "causal_lm.h"
+#include "decoder.h"
+#include "infer_compat.h"
+#include "layers.h"
+
+namespace forja::infer {
+
+namespace {
+
+using detail::has_param;
+using detail::param;
+
+Projection linear(const CausalLM& m, const std::string& name) {
+  Projection p;
+  p.weight = param(m, name + ".weight");
+  if (has_param(m, name + ".bias")) p.bias = param(m, name + ".bias");
+  return p;
+}
+
+// Parts fused row-wise (q/k/v, gate/up): one weight, and one bias when the parts have them.
+Projection fused(const CausalLM& m, const std::vector<std::string>& names) {
+  std::vector<at::Tensor> weights, biases;
+  for (const auto& n : names) {
+    weights.push_back(param(m, n + ".weight"));
+    if (has_param(m, n + ".bias")) biases.push_back(param(m, n + ".bias"));
+  }
+  Projection p;
+  p.weight = detail::fuse_rows(weights);
+  if (!biases.empty()) p.bias = detail::fuse_rows(biases);
+  return p;
+}
+
+class LlamaDecoder final : public Decoder {
+ public:
+  LlamaDecoder(CausalLM& m, int64_t capacity)
+      : Decoder(m, capacity, m.config().num_kv_heads, m.config().head_dim),
+        heads_(config_.num_heads),
+        window_(config_.sliding_window.value_or(0)) {
+    at::NoGradGuard no_grad;
+    embed_ = param(m, "model.embed_tokens.weight");
+    final_norm_ = param(m, "model.norm.weight");
+    for (int64_t i = 0; i < config_.num_layers; ++i) {
+      const std::string p = "model.layers." + std::to_string(i);
+      Layer l;
+      l.input_norm = param(m, p + ".input_layernorm.weight");
+      l.post_norm = param(m, p + ".post_attention_layernorm.weight");
+      const std::string a = p + ".self_attn.", f = p + ".mlp.";
+      l.qkv = fused(m, {a + "q_proj", a + "k_proj", a + "v_proj"});
+      l.o = linear(m, a + "o_proj");
+      l.gate_up = fused(m, {f + "gate_proj", f + "up_proj"});
+      l.down = linear(m, f + "down_proj");
+      l.prefix = p;
+      layers_.push_back(std::move(l));
+    }
+    // cos/sin of every cache position, computed in fp32 as transformers does and cast to the model's dtype.
+    // The sine is stored with rotate_half's sign folded in: rotate_half(x)·sin = [x₂, x₁]·[-sin₁, sin₂].
+    const int64_t half = head_dim_ / 2;
+    at::Tensor freqs =
+        at::arange(capacity, at::kLong).to(at::kFloat).unsqueeze(1) * rope_inv_freq(config_.rope, head_dim_);
+    at::Tensor emb = at::cat({freqs, freqs}, -1);
+    at::Tensor sin = emb.sin().to(dtype_);
+    cos_ = emb.cos().to(dtype_).to(device_);
+    sin_signed_ = at::cat({-sin.narrow(1, 0, half), sin.narrow(1, half, half)}, 1).to(device_);
+  }
+
+ protected:
+  at::Tensor hidden(const at::Tensor& ids, const Attend& a) override {
+    const int64_t t = ids.size(0), kv = kv_heads_, d = head_dim_, half = d / 2;
+    const bool lora = adapter_on_;
+    const double eps = config_.norm_eps;
+    at::Tensor cos = cos_.index_select(0, a.positions).unsqueeze(1);  // [T, 1, d], shared by all layers
+    at::Tensor sin = sin_signed_.index_select(0, a.positions).unsqueeze(1);
+    at::Tensor h = at::embedding(embed_, ids);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      Layer& l = layers_[i];
+      at::Tensor x = compat::rms_norm(h, l.input_norm, eps);
+      at::Tensor qkv = l.qkv.apply(x, lora);
+      // RoPE on q and k together, in place: x·cos + [x₂, x₁]·sin_signed.
+      at::Tensor qk = qkv.view({t, heads_ + 2 * kv, d}).narrow(1, 0, heads_ + kv);
+      at::Tensor swapped = at::cat({qk.narrow(2, half, half), qk.narrow(2, 0, half)}, 2);
+      at::Tensor scaled = qk * cos;
+      at::addcmul_out(qk, scaled, swapped, sin);
+      at::Tensor attn = attention(qkv, cache_.layer(static_cast<int64_t>(i)), heads_, window_, a);
+      h = l.o.apply(attn, lora, h);
+      x = compat::rms_norm(h, l.post_norm, eps);
+      at::Tensor gu = l.gate_up.apply(x, lora);
+      const int64_t inter = gu.size(1) / 2;
+      at::Tensor act = at::silu(gu.narrow(1, 0, inter)).mul_(gu.narrow(1, inter, inter));
+      h = l.down.apply(act, lora, h);
+    }
+    return compat::rms_norm(h, final_norm_, eps);
+  }
+
+  std::vector<NamedProjection> projections() override {
+    std::vector<NamedProjection> out;
+    const int64_t q_rows = heads_ * head_dim_, kv_rows = kv_heads_ * head_dim_;
+    for (auto& l : layers_) {
+      const std::string a = l.prefix + ".self_attn.", f = l.prefix + ".mlp.";
+      const int64_t inter = l.gate_up.out_features() / 2;
+      out.push_back({&l.qkv, {a + "q_proj", a + "k_proj", a + "v_proj"}, {q_rows, kv_rows, kv_rows}});
+      out.push_back({&l.o, {a + "o_proj"}, {l.o.out_features()}});
+      out.push_back({&l.gate_up, {f + "gate_proj", f + "up_proj"}, {inter, inter}});
+      out.push_back({&l.down, {f + "down_proj"}, {l.down.out_features()}});
+    }
+    return out;
+  }
+
+ private:
+  struct Layer {
+    std::string prefix;
+    at::Tensor input_norm, post_norm;
+    Projection qkv, o, gate_up, down;
+  };
+  int64_t heads_, window_;
+  at::Tensor embed_, final_norm_, cos_, sin_signed_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Decoder> make_llama_decoder(CausalLM& model, int64_t capacity) {
+  return std::make_unique<LlamaDecoder>(model, capacity);
+}
+
+}  // namespace forja::infer
