@@ -1,0 +1,128 @@
+#include "jsonl_source.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <random>
+
+#include "forja/error.h"
+
+namespace forja::train {
+using nlohmann::json;
+
+std::vector<TokenizedExample> read_tokenized_jsonl(const std::filesystem::path& path, int64_t max_length) {
+  std::ifstream in(path);
+  if (!in) throw_file_error(path.string(), "cannot open the dataset");
+  std::vector<TokenizedExample> out;
+  std::string line;
+  for (size_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path.string() + ":" + std::to_string(n);
+    TokenizedExample ex;
+    try {
+      json j = json::parse(line);
+      ex.ids = j.at("input_ids").get<std::vector<TokenId>>();
+      if (j.contains("labels")) ex.labels = j["labels"].get<std::vector<int32_t>>();
+    } catch (const json::exception& e) {
+      throw Error(where + ": not a {\"input_ids\": [...], \"labels\": [...]} line (" + e.what() + ")");
+    }
+    if (ex.labels.empty()) {
+      ex.labels.assign(ex.ids.begin(), ex.ids.end());
+      if (!ex.labels.empty()) ex.labels[0] = kIgnoreIndex;
+    }
+    if (ex.ids.size() < 2) throw Error(where + ": an example needs at least 2 tokens");
+    if (ex.labels.size() != ex.ids.size())
+      throw Error(where + ": labels has " + std::to_string(ex.labels.size()) + " entries for " +
+                  std::to_string(ex.ids.size()) + " input_ids");
+    if (static_cast<int64_t>(ex.ids.size()) > max_length) {
+      ex.ids.resize(static_cast<size_t>(max_length));
+      ex.labels.resize(static_cast<size_t>(max_length));
+    }
+    out.push_back(std::move(ex));
+  }
+  if (out.empty()) throw_file_error(path.string(), "holds no examples");
+  return out;
+}
+
+Batch make_padded_batch(const std::vector<const TokenizedExample*>& rows) {
+  Batch b;
+  b.rows = static_cast<int64_t>(rows.size());
+  for (const auto* r : rows) b.seq_len = std::max<int64_t>(b.seq_len, static_cast<int64_t>(r->ids.size()));
+  const size_t n = static_cast<size_t>(b.rows * b.seq_len);
+  b.input_ids.assign(n, 0);
+  b.labels.assign(n, kIgnoreIndex);
+  b.position_ids.assign(n, 0);
+  b.segment_ids.assign(n, 0);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto& ex = *rows[r];
+    const size_t base = r * static_cast<size_t>(b.seq_len);
+    for (size_t t = 0; t < ex.ids.size(); ++t) {
+      b.input_ids[base + t] = ex.ids[t];
+      b.position_ids[base + t] = static_cast<int32_t>(t);
+      b.segment_ids[base + t] = 1;
+      // Batch labels are shifted: position t predicts token t + 1.
+      if (t + 1 < ex.ids.size()) b.labels[base + t] = ex.labels[t + 1];
+      if (b.labels[base + t] != kIgnoreIndex) ++b.loss_tokens;
+    }
+  }
+  return b;
+}
+
+TokenizedJsonlSource::TokenizedJsonlSource(std::vector<TokenizedExample> examples, int64_t batch_size, uint64_t seed)
+    : examples_(std::move(examples)), batch_size_(batch_size), seed_(seed) {
+  if (examples_.empty()) throw Error("the training data holds no examples");
+  shuffle_epoch();
+}
+
+void TokenizedJsonlSource::shuffle_epoch() {
+  // Fisher-Yates with mt19937_64 (whose output the standard fixes), not std::shuffle (whose algorithm it does not):
+  // the same seed gives the same order with every standard library.
+  order_.resize(examples_.size());
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::mt19937_64 rng(seed_ + static_cast<uint64_t>(epoch_) * 0x9E3779B97F4A7C15ull);
+  for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng() % i]);
+}
+
+Batch TokenizedJsonlSource::next() {
+  std::vector<const TokenizedExample*> rows;
+  while (static_cast<int64_t>(rows.size()) < batch_size_) {
+    if (index_ == order_.size()) {
+      ++epoch_;
+      index_ = 0;
+      shuffle_epoch();
+    }
+    rows.push_back(&examples_[order_[index_++]]);
+  }
+  return make_padded_batch(rows);
+}
+
+std::string TokenizedJsonlSource::cursor() const {
+  return json({{"epoch", epoch_}, {"index", index_}, {"examples", examples_.size()}, {"seed", seed_}}).dump();
+}
+
+void TokenizedJsonlSource::seek(const std::string& cursor) {
+  try {
+    json j = json::parse(cursor);
+    if (j.at("examples").get<size_t>() != examples_.size() || j.at("seed").get<uint64_t>() != seed_)
+      throw Error("the checkpoint's data position belongs to other data (example count or seed differ)",
+                  "Resume with the dataset and seed the run started with, or start a new output folder.");
+    epoch_ = j.at("epoch").get<int64_t>();
+    index_ = j.at("index").get<size_t>();
+  } catch (const json::exception& e) {
+    throw Error(std::string("the checkpoint's data position is unreadable: ") + e.what());
+  }
+  shuffle_epoch();
+}
+
+std::vector<Batch> batches_in_file_order(const std::vector<TokenizedExample>& examples, int64_t batch_size) {
+  std::vector<Batch> out;
+  for (size_t i = 0; i < examples.size(); i += static_cast<size_t>(batch_size)) {
+    std::vector<const TokenizedExample*> rows;
+    for (size_t j = i; j < std::min(examples.size(), i + static_cast<size_t>(batch_size)); ++j)
+      rows.push_back(&examples[j]);
+    out.push_back(make_padded_batch(rows));
+  }
+  return out;
+}
+
+}  // namespace forja::train

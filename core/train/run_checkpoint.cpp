@@ -1,0 +1,216 @@
+#include "run_checkpoint.h"
+
+#include <ATen/core/grad_mode.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+
+#include "forja/error.h"
+#include "forja/file_util.h"
+#include "forja/safetensors.h"
+#include "lora_peft.h"
+#include "sha256.h"
+#include "weights.h"
+
+namespace forja::train {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kPrefix = "step-";
+const std::vector<std::string> kFiles = {"adapter_model.safetensors", "adapter_config.json", "optimizer.safetensors",
+                                         "rng.safetensors", "trainer_state.json", "run_config.json"};
+
+std::string step_name(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%08lld", kPrefix, static_cast<long long>(step));
+  return buf;
+}
+
+std::optional<int64_t> step_of(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  if (name.rfind(kPrefix, 0) != 0 || name.size() == std::char_traits<char>::length(kPrefix)) return std::nullopt;
+  const std::string digits = name.substr(std::char_traits<char>::length(kPrefix));
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  return std::stoll(digits);
+}
+
+std::vector<std::pair<std::string, at::Tensor>> generator_states() {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  auto cpu = at::globalContext().defaultGenerator(at::kCPU);
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    out.emplace_back("cpu", cpu.get_state());
+  }
+  if (at::hasCUDA()) {
+    auto cuda = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
+    std::lock_guard<std::mutex> lock(cuda.mutex());
+    out.emplace_back("cuda", cuda.get_state());
+  }
+  return out;
+}
+
+void remove_quietly(const fs::path& p) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+}
+
+}  // namespace
+
+std::vector<fs::path> list_checkpoints(const fs::path& root) {
+  std::vector<std::pair<int64_t, fs::path>> found;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return {};
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (auto s = step_of(e.path()); s && e.is_directory()) found.emplace_back(*s, e.path());
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> out;
+  for (auto& [s, p] : found) out.push_back(p);
+  return out;
+}
+
+fs::path save_run_checkpoint(const fs::path& root, const LoraAdapters& adapters, const AdamW& optimizer,
+                             const RunState& state, const std::string& base_model, int64_t keep) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw_file_error(root.string(), "cannot create the checkpoint folder: " + ec.message());
+  const fs::path final_dir = root / step_name(state.step);
+  const fs::path tmp = root / (".tmp-" + step_name(state.step) + "-" + std::to_string(::getpid()));
+  remove_quietly(tmp);
+  fs::create_directories(tmp, ec);
+  if (ec) throw_file_error(tmp.string(), "cannot create: " + ec.message());
+
+  save_peft_adapter(adapters, tmp, base_model);
+  {
+    std::vector<std::pair<std::string, at::Tensor>> moments;
+    const auto names = adapters.parameter_names();
+    for (size_t i = 0; i < optimizer.exp_avg().size(); ++i) {
+      moments.emplace_back("exp_avg." + names[i], optimizer.exp_avg()[i]);
+      moments.emplace_back("exp_avg_sq." + names[i], optimizer.exp_avg_sq()[i]);
+    }
+    write_file_atomic(tmp / "optimizer.safetensors",
+                      serialize_tensors(moments, {{"step", std::to_string(optimizer.steps())}}));
+  }
+  write_file_atomic(tmp / "rng.safetensors", serialize_tensors(generator_states()));
+  json ts = {{"format", 1},
+             {"step", state.step},
+             {"total_steps", state.total_steps},
+             {"optimizer_steps", optimizer.steps()},
+             {"data_cursor", state.data_cursor},
+             {"evals_without_improvement", state.evals_without_improvement}};
+  ts["best_eval_loss"] = state.best_eval_loss ? json(*state.best_eval_loss) : json(nullptr);
+  write_file_atomic(tmp / "trainer_state.json", ts.dump(1) + "\n");
+  write_file_atomic(tmp / "run_config.json", state.config_json);
+
+  json manifest = {{"step", state.step}, {"files", json::object()}};
+  for (const auto& f : kFiles)
+    manifest["files"][f] = {{"bytes", fs::file_size(tmp / f)}, {"sha256", sha256_file(tmp / f)}};
+  write_file_atomic(tmp / "manifest.json", manifest.dump(1) + "\n");
+  fsync_directory(tmp);
+
+  // Re-saving a step (a run paused right after resuming): the old copy moves aside until the new one is in place.
+  const fs::path old = root / (".old-" + step_name(state.step) + "-" + std::to_string(::getpid()));
+  if (fs::exists(final_dir)) fs::rename(final_dir, old, ec);
+  fs::rename(tmp, final_dir, ec);
+  if (ec) throw_file_error(final_dir.string(), "cannot move the new checkpoint into place: " + ec.message());
+  fsync_directory(root);
+  remove_quietly(old);
+
+  // Leftovers of crashed saves, then the oldest checkpoints beyond `keep`.
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(".tmp-", 0) == 0 || n.rfind(".old-", 0) == 0) remove_quietly(e.path());
+  }
+  auto all = list_checkpoints(root);
+  const size_t k = static_cast<size_t>(std::max<int64_t>(1, keep));
+  for (size_t i = 0; i + k < all.size(); ++i)
+    if (all[i] != final_dir) remove_quietly(all[i]);
+  fsync_directory(root);
+  return final_dir;
+}
+
+std::string checkpoint_problem(const fs::path& dir) {
+  const fs::path mpath = dir / "manifest.json";
+  std::error_code ec;
+  if (!fs::exists(mpath, ec)) return "no manifest.json (the save did not finish)";
+  json m;
+  try {
+    m = json::parse(read_text_file(mpath));
+    for (const auto& f : kFiles) {
+      if (!m.at("files").contains(f)) return "manifest.json does not list " + f;
+      const fs::path p = dir / f;
+      if (!fs::exists(p, ec)) return f + " is missing";
+      const uint64_t want = m["files"][f].at("bytes").get<uint64_t>();
+      if (fs::file_size(p, ec) != want)
+        return f + " has " + std::to_string(fs::file_size(p, ec)) + " bytes, the manifest says " +
+               std::to_string(want);
+      if (sha256_file(p) != m["files"][f].at("sha256").get<std::string>()) return f + " does not match its SHA-256";
+    }
+  } catch (const json::exception& e) {
+    return std::string("manifest.json is unreadable: ") + e.what();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+std::optional<fs::path> latest_valid_checkpoint(const fs::path& root, std::vector<std::string>& warnings) {
+  auto all = list_checkpoints(root);
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const std::string problem = checkpoint_problem(*it);
+    if (problem.empty()) return *it;
+    warnings.push_back(it->string() + ": skipped, the checkpoint is damaged (" + problem +
+                       "); falling back to the one before it");
+  }
+  return std::nullopt;
+}
+
+RunState load_run_checkpoint(const fs::path& dir, LoraAdapters& adapters, AdamW& optimizer) {
+  if (const std::string problem = checkpoint_problem(dir); !problem.empty())
+    throw_file_error(dir.string(), "is not a usable checkpoint: " + problem);
+  load_peft_weights(adapters, dir);
+
+  auto opt = io::SafetensorsFile::open(dir / "optimizer.safetensors");
+  const auto names = adapters.parameter_names();
+  const auto params = adapters.parameters();
+  std::vector<at::Tensor> m, v;
+  if (!opt.tensors().empty()) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      m.push_back(tensor_from_checkpoint(opt, opt.at("exp_avg." + names[i])).to(params[i].device()).clone());
+      v.push_back(tensor_from_checkpoint(opt, opt.at("exp_avg_sq." + names[i])).to(params[i].device()).clone());
+    }
+  }
+  const auto& meta = opt.metadata();
+  auto it = meta.find("step");
+  if (it == meta.end()) throw_file_error((dir / "optimizer.safetensors").string(), "has no step in its metadata");
+  optimizer.restore(std::stoll(it->second), std::move(m), std::move(v));
+
+  auto rng = io::SafetensorsFile::open(dir / "rng.safetensors");
+  {
+    auto cpu = at::globalContext().defaultGenerator(at::kCPU);
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    cpu.set_state(tensor_from_checkpoint(rng, rng.at("cpu")).clone());
+  }
+  if (rng.find("cuda") && at::hasCUDA()) {
+    auto cuda = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
+    std::lock_guard<std::mutex> lock(cuda.mutex());
+    cuda.set_state(tensor_from_checkpoint(rng, rng.at("cuda")).clone());
+  }
+
+  const json ts = json::parse(read_text_file(dir / "trainer_state.json"));
+  RunState s;
+  s.step = ts.at("step").get<int64_t>();
+  s.total_steps = ts.at("total_steps").get<int64_t>();
+  s.data_cursor = ts.at("data_cursor").get<std::string>();
+  s.evals_without_improvement = ts.at("evals_without_improvement").get<int64_t>();
+  if (!ts.at("best_eval_loss").is_null()) s.best_eval_loss = ts["best_eval_loss"].get<double>();
+  s.config_json = read_text_file(dir / "run_config.json");
+  return s;
+}
+
+}  // namespace forja::train

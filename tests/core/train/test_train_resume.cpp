@@ -1,0 +1,268 @@
+// Checkpoints that a crash cannot corrupt, and resumes that continue exactly. `forja-cli train` runs a small
+// fine-tune of the tiny llama fixture on the CPU in fp32 (LoRA dropout on, so the generator states matter); a second
+// run is SIGKILLed at several points and restarted each time. After every kill no checkpoint folder may be damaged,
+// and the resumed losses must equal, bit for bit, those of the uninterrupted run at the same steps.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "forja/error.h"
+#include "forja/file_util.h"
+#include "forja/train.h"
+#include "reference.h"
+#include "run_checkpoint.h"
+#include "sha256.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// 12 steps, a checkpoint every 2, the last 2 kept: kills land before, on and between checkpoints.
+constexpr int64_t kSteps = 12;
+
+void write_dataset(const fs::path& path, uint64_t seed, int count) {
+  std::mt19937_64 rng(seed);
+  std::ofstream out(path);
+  for (int i = 0; i < count; ++i) {
+    const int len = 6 + static_cast<int>(rng() % 14);
+    const int prompt = 1 + static_cast<int>(rng() % 4);
+    json ids = json::array(), labels = json::array();
+    for (int t = 0; t < len; ++t) {
+      const int id = 3 + static_cast<int>(rng() % 317);  // the llama fixture's vocabulary is 320
+      ids.push_back(id);
+      labels.push_back(t < prompt ? -100 : id);
+    }
+    out << json({{"input_ids", ids}, {"labels", labels}}).dump() << "\n";
+  }
+}
+
+fs::path write_config(const fs::path& dir, const fs::path& data_dir) {
+  forja::TrainConfig c;
+  c.model_dir = forja_test::fixture_dir("llama").string();
+  c.output_dir = (dir / "run").string();
+  c.device = "cpu";
+  c.dtype = "fp32";
+  c.train_file = (data_dir / "train.jsonl").string();
+  c.eval_file = (data_dir / "eval.jsonl").string();
+  c.batch_size = 2;
+  c.max_length = 24;
+  c.max_steps = kSteps;
+  c.grad_accum = 2;
+  c.eval_every = 4;
+  c.checkpoint_every = 2;
+  c.keep_checkpoints = 2;
+  c.lora.rank = 4;
+  c.lora.alpha = 8;
+  c.lora.dropout = 0.1;
+  c.optimizer.learning_rate = 5e-3;
+  c.optimizer.warmup_steps = 2;
+  const fs::path p = dir / "config.json";
+  forja::write_file_atomic(p, forja::train_config_to_json(c));
+  return p;
+}
+
+struct Run {
+  std::map<int64_t, double> loss;  // step -> loss, as printed (JSON keeps doubles exactly)
+  std::map<int64_t, double> eval_loss;
+  std::string outcome;
+  int64_t resumed_from = -1;
+};
+
+void parse_lines(const QByteArray& out, Run& run) {
+  for (const QByteArray& line : out.split('\n')) {
+    if (line.trimmed().isEmpty()) continue;
+    json j = json::parse(line.toStdString());
+    if (j["event"] == "step") {
+      run.loss[j["step"]] = j["loss"];
+      if (j.contains("eval_loss")) run.eval_loss[j["step"]] = j["eval_loss"];
+    } else if (j["event"] == "done") {
+      run.outcome = j["outcome"];
+      run.resumed_from = j["resumed_from_step"];
+    }
+  }
+}
+
+// Runs forja-cli train to completion.
+Run run_to_end(const fs::path& config) {
+  QProcess p;
+  p.start(FORJA_CLI_PATH, {"train", QString::fromStdString(config.string()), "--json-progress"});
+  if (!p.waitForFinished(240000)) qFatal("forja-cli train did not finish");
+  if (p.exitCode() != 0) qFatal("forja-cli train failed: %s", p.readAllStandardError().constData());
+  Run r;
+  parse_lines(p.readAllStandardOutput(), r);
+  return r;
+}
+
+// Starts forja-cli train and SIGKILLs it once it has printed `kill_after_step` (or after `delay_ms` when that is
+// >= 0, wherever it is then: inside a step, or halfway through writing a checkpoint).
+Run run_and_kill(const fs::path& config, int64_t kill_after_step, int delay_ms) {
+  QProcess p;
+  p.start(FORJA_CLI_PATH, {"train", QString::fromStdString(config.string()), "--json-progress"});
+  if (!p.waitForStarted()) qFatal("cannot start forja-cli");
+  QByteArray out;
+  Run r;
+  if (delay_ms >= 0) {
+    QThread::msleep(static_cast<unsigned long>(delay_ms));
+  } else {
+    while (p.state() == QProcess::Running) {
+      p.waitForReadyRead(100);
+      out += p.readAllStandardOutput();
+      Run seen;
+      parse_lines(out.left(out.lastIndexOf('\n') + 1), seen);
+      if (!seen.loss.empty() && seen.loss.rbegin()->first >= kill_after_step) break;
+    }
+  }
+  p.kill();  // SIGKILL: no handler runs, nothing is flushed
+  p.waitForFinished();
+  out += p.readAllStandardOutput();
+  parse_lines(out.left(out.lastIndexOf('\n') + 1), r);
+  return r;
+}
+
+void verify_checkpoints(const fs::path& root) {
+  for (const auto& dir : forja::train::list_checkpoints(root)) {
+    const std::string problem = forja::train::checkpoint_problem(dir);
+    QVERIFY2(problem.empty(), (dir.string() + ": " + problem).c_str());
+  }
+}
+
+}  // namespace
+
+class TestTrainResume : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void sha256KnownAnswers() {
+    // FIPS 180-4 examples ("abc", the 448-bit message) and the empty string.
+    QCOMPARE(forja::train::sha256_hex("abc"),
+             std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    QCOMPARE(forja::train::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+             std::string("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+    QCOMPARE(forja::train::sha256_hex(""),
+             std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+  }
+
+  void killedRunsResumeExactly() {
+    QTemporaryDir tmp;
+    const fs::path root = tmp.path().toStdString();
+    fs::create_directories(root / "data");
+    write_dataset(root / "data" / "train.jsonl", 11, 40);
+    write_dataset(root / "data" / "eval.jsonl", 12, 6);
+    fs::create_directories(root / "a");
+    fs::create_directories(root / "b");
+    const fs::path config_a = write_config(root / "a", root / "data");
+    const fs::path config_b = write_config(root / "b", root / "data");
+
+    Run ref = run_to_end(config_a);
+    QCOMPARE(ref.outcome, std::string("finished"));
+    QCOMPARE(int64_t(ref.loss.size()), kSteps);
+    QCOMPARE(int64_t(ref.eval_loss.size()), kSteps / 4);
+
+    // Kill after steps 1 (before the first checkpoint), 2 and 5 (a checkpoint just written or not), then at fixed
+    // delays that land anywhere, including inside a checkpoint write; then let it finish.
+    std::map<int64_t, double> seen;
+    int64_t last_resume = 0;
+    auto check = [&](const Run& r) {
+      for (auto [step, loss] : r.loss) {
+        QVERIFY2(ref.loss.count(step), "a step the reference run did not have");
+        // Bitwise: the same doubles, not merely close ones.
+        QVERIFY2(loss == ref.loss.at(step), qPrintable(QString("step %1: %2 vs uninterrupted %3")
+                                                           .arg(step)
+                                                           .arg(loss, 0, 'g', 17)
+                                                           .arg(ref.loss.at(step), 0, 'g', 17)));
+        seen[step] = loss;
+      }
+      for (auto [step, e] : r.eval_loss) QVERIFY(e == ref.eval_loss.at(step));
+      verify_checkpoints(root / "b" / "run" / "checkpoints");
+    };
+    for (int64_t k : {1, 2, 5}) {
+      check(run_and_kill(config_b, k, -1));
+      if (QTest::currentTestFailed()) return;
+    }
+    for (int delay : {700, 900, 1100, 1300}) {
+      check(run_and_kill(config_b, 0, delay));
+      if (QTest::currentTestFailed()) return;
+    }
+    Run last = run_to_end(config_b);
+    check(last);
+    QCOMPARE(last.outcome, std::string("finished"));
+    QVERIFY(last.resumed_from > 0);
+    last_resume = last.resumed_from;
+    QCOMPARE(int64_t(seen.size()), kSteps);
+    qInfo("7 kills over %lld steps; the last resume was at step %lld", (long long)kSteps, (long long)last_resume);
+
+    // Same final adapter, byte for byte.
+    QCOMPARE(forja::train::sha256_file(root / "b" / "run" / "adapter" / "adapter_model.safetensors"),
+             forja::train::sha256_file(root / "a" / "run" / "adapter" / "adapter_model.safetensors"));
+    // keep_checkpoints = 2
+    QCOMPARE(forja::train::list_checkpoints(root / "b" / "run" / "checkpoints").size(), size_t(2));
+  }
+
+  void damagedCheckpointsAreSkipped() {
+    QTemporaryDir tmp;
+    const fs::path root = tmp.path().toStdString();
+    fs::create_directories(root / "data");
+    write_dataset(root / "data" / "train.jsonl", 21, 16);
+    write_dataset(root / "data" / "eval.jsonl", 22, 2);
+    const fs::path config = write_config(root, root / "data");
+    {
+      // Keep all 6 checkpoints of this run.
+      json c = json::parse(forja::read_text_file(config));
+      c["keep_checkpoints"] = 10;
+      forja::write_file_atomic(config, c.dump());
+    }
+    QCOMPARE(run_to_end(config).outcome, std::string("finished"));
+    const fs::path ckpts = root / "run" / "checkpoints";
+    auto all = forja::train::list_checkpoints(ckpts);
+    QCOMPARE(all.size(), size_t(kSteps / 2));
+
+    // Newest: a torn write (truncated optimizer state). Next: no manifest (the save never finished). Next: one
+    // flipped bit in the adapter. The one before those is what a resume must use.
+    fs::resize_file(all[5] / "optimizer.safetensors", fs::file_size(all[5] / "optimizer.safetensors") / 2);
+    fs::remove(all[4] / "manifest.json");
+    {
+      std::fstream f(all[3] / "adapter_model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(-5, std::ios::end);
+      char c = 0;
+      f.read(&c, 1);
+      c ^= 0x10;
+      f.seekp(-5, std::ios::end);
+      f.write(&c, 1);
+    }
+    std::vector<std::string> warnings;
+    auto latest = forja::train::latest_valid_checkpoint(ckpts, warnings);
+    QVERIFY(latest.has_value());
+    QCOMPARE(latest->filename().string(), all[2].filename().string());
+    QCOMPARE(warnings.size(), size_t(3));
+    QVERIFY2(warnings[0].find("optimizer.safetensors") != std::string::npos, warnings[0].c_str());
+    QVERIFY2(warnings[1].find("manifest") != std::string::npos, warnings[1].c_str());
+    QVERIFY2(warnings[2].find("SHA-256") != std::string::npos, warnings[2].c_str());
+  }
+
+  void configErrorsNameTheKey() {
+    try {
+      forja::train_config_from_json(R"({"model_dir": "m", "output_dir": "o", "optimizer": {"learning_rat": 1}})",
+                                    "cfg.json");
+      QFAIL("expected an error");
+    } catch (const forja::Error& e) {
+      QVERIFY2(e.message().find("learning_rat") != std::string::npos, e.message().c_str());
+      QVERIFY(e.message().find("cfg.json") != std::string::npos);
+    }
+    forja::TrainConfig c;
+    c.model_dir = "m";
+    c.output_dir = "o";
+    c.optimizer.schedule = forja::LrSchedule::Linear;
+    c.lora.target_modules = {"c_attn"};
+    forja::TrainConfig back = forja::train_config_from_json(forja::train_config_to_json(c), "x");
+    QCOMPARE(forja::train_config_to_json(back), forja::train_config_to_json(c));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrainResume)
+#include "test_train_resume.moc"
