@@ -537,9 +537,13 @@ class HfJsonTokenizer final : public Tokenizer::Impl {
         if (want_spans)
           for (size_t k = 0; k < enc.ids.size() - before; ++k) {
             const size_t b = p.src_at(spans[k].first);
-            const size_t e = spans[k].second < p.text.size() ? p.src_at(spans[k].second) : p.end;
-            // A normalizer that composes characters maps several output bytes to one input offset, so a token
-            // that ends inside such a cluster would end before it begins: it covers the cluster's start.
+            size_t j = spans[k].second;
+            size_t e = j < p.text.size() ? p.src_at(j) : p.end;
+            // A normalizer maps every byte of a character (or a composed cluster) to the character's start,
+            // so a token that ends inside it (byte-level BPE splitting "É" into two byte tokens) would end
+            // where it begins. Such a token covers the whole character, as HF's offsets do: an empty span
+            // would drop it from the assistant mask of a turn that starts with that character.
+            while (e <= b && j < p.text.size()) e = ++j < p.text.size() ? p.src_at(j) : p.end;
             enc.spans.push_back({b, std::max(b, e)});
           }
       }

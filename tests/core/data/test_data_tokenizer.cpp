@@ -209,18 +209,14 @@ class TestDataTokenizer : public QObject {
   }
 
   // An answer that starts with a character byte-level BPE splits over two tokens ("É" is 0xC3 0x89): both
-  // tokens are the answer's and must be trained. Today encode_with_spans gives the first of them an empty
-  // span (as if it were an added special token), so tokenize_chat leaves it untrained; HF gives both tokens
-  // the character's offsets. Reported to the lead; QEXPECT_FAIL turns into a failure (XPASS) once the
-  // tokenizer is fixed.
+  // tokens are the answer's and must be trained. encode_with_spans gives both the character's offsets, as HF
+  // does; an empty span on the first one (a bug once) would leave it untrained.
   void splitCharacterAtTurnStart() {
     Tokenizer tok = Tokenizer::load((kTokenizers / "qwen2_bpe").string());
     std::vector<Record> records{fake_chat("q", "\xC3\x89 somar")};
     PreparedDataset d = prepare_records(records, {}, DatasetOptions{}, make_tokenizer_encoder(tok));
     std::vector<std::string> runs = trained_runs(tok, d.train[0]);
     QCOMPARE(runs.size(), size_t(1));
-    QEXPECT_FAIL("", "tokenizer: the first byte token of a split character gets an empty span (reported)",
-                 Continue);
     QCOMPARE(strip(runs[0]), std::string("\xC3\x89 somar<|im_end|>"));
   }
 
@@ -237,20 +233,12 @@ class TestDataTokenizer : public QObject {
     // Each example trains on its answer and the end of turn, nothing else.
     std::map<std::string, std::string> answer_of;
     for (const Record& r : raw.records) answer_of[r.where()] = r.messages.back().content;
-    std::vector<std::string> split_first_char;  // see splitCharacterAtTurnStart
     for (const auto* split : {&d.train, &d.eval})
       for (const Example& e : *split) {
         std::vector<std::string> runs = trained_runs(tok, e);
         QCOMPARE(runs.size(), size_t(1));
-        const std::string& answer = answer_of.at(e.source);
-        if (strip(runs[0]) == answer + "<|im_end|>") continue;
-        const bool non_ascii_start = static_cast<unsigned char>(answer[0]) >= 0x80;
-        QVERIFY2(non_ascii_start, (e.source + ": trained [" + runs[0] + "]").c_str());
-        split_first_char.push_back(e.source);
+        QCOMPARE(strip(runs[0]), answer_of.at(e.source) + "<|im_end|>");
       }
-    QEXPECT_FAIL("", "tokenizer: the first byte token of a split character gets an empty span (reported)",
-                 Continue);
-    QVERIFY2(split_first_char.empty(), split_first_char.empty() ? "" : split_first_char.front().c_str());
 
     BatchStream s(d.train,
                   {.rows = 2, .seq_len = 512, .packing = true, .seed = 1, .pad_id = default_pad_id(tok)});
