@@ -1,7 +1,7 @@
 // forja-cli bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--warmup 3]
 //                       [--recompute off|on] [--json]
-// LoRA training throughput at a real model shape without its weights: random bf16 weights (RandomWeights), LoRA
-// r16 alpha32 on all 7 projections, random tokens trained on every position, AdamW — the settings of
+// LoRA training throughput at a real model shape without its weights: random bf16 weights (RandomWeights),
+// LoRA r16 alpha32 on all 7 projections, random tokens trained on every position, AdamW — the settings of
 // bench/hf_peft_baseline.py, so that bench/train_bench.sh can put both numbers side by side.
 #include <torch/cuda.h>
 
@@ -87,25 +87,30 @@ int run_bench_train(forja::cli::Args& args) {
   const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
                         static_cast<double>(std::max<int64_t>(1, steps));
   double peak_gib = 0;
-  for (const auto& s : forja::env::torch_allocator_samples()) peak_gib += double(s.peak_allocated) / (1 << 30);
+  for (const auto& s : forja::env::torch_allocator_samples())
+    peak_gib += double(s.peak_allocated) / (1 << 30);
   const double tok_s = double(batch * seq) / step_s;
   if (args.flag("json")) {
-    nlohmann::ordered_json j = {{"bench", "train"}, {"shape", shape},          {"batch", batch},
-                                {"seq", seq},       {"steps", steps},          {"recompute", recompute},
-                                {"step_s", step_s}, {"tokens_per_s", tok_s},   {"peak_gib", peak_gib},
-                                {"lora_params", adapters->parameter_count()}, {"loss_first", first_loss},
-                                {"loss_last", last_loss}};
+    nlohmann::ordered_json j = {{"bench", "train"},         {"shape", shape},
+                                {"batch", batch},           {"seq", seq},
+                                {"steps", steps},           {"recompute", recompute},
+                                {"step_s", step_s},         {"tokens_per_s", tok_s},
+                                {"peak_gib", peak_gib},     {"lora_params", adapters->parameter_count()},
+                                {"loss_first", first_loss}, {"loss_last", last_loss}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("forja train %s %lldx%lld%s: %.0f tokens/s (%.3f s/step), peak %.1f GiB allocated, loss %.3f -> %.3f\n",
-                shape.c_str(), (long long)batch, (long long)seq, recompute ? " (recompute)" : "", tok_s, step_s,
-                peak_gib, first_loss, last_loss);
+    std::printf(
+        "forja train %s %lldx%lld%s: %.0f tokens/s (%.3f s/step), peak %.1f GiB allocated, loss %.3f -> "
+        "%.3f\n",
+        shape.c_str(), (long long)batch, (long long)seq, recompute ? " (recompute)" : "", tok_s, step_s,
+        peak_gib, first_loss, last_loss);
   }
   return 0;
 }
 
 }  // namespace
 
-FORJA_BENCH(train, "LoRA training tokens/s and peak GPU memory at a real shape (random weights)",
-            "bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--recompute on] [--json]",
-            run_bench_train);
+FORJA_BENCH(
+    train, "LoRA training tokens/s and peak GPU memory at a real shape (random weights)",
+    "bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--recompute on] [--json]",
+    run_bench_train);

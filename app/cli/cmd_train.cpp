@@ -1,7 +1,8 @@
 // forja-cli train <config.json> [--json-progress]
-// Runs a whole LoRA fine-tune headless: the config is what the GUI's "export config" writes (forja/train.h). A
-// progress line per step, or with --json-progress one JSON object per line (the GUI supervises this process and
-// reads them). SIGINT / SIGTERM pause the run: it checkpoints and exits 0, and the same command resumes it.
+// Runs a whole LoRA fine-tune headless: the config is what the GUI's "export config" writes (forja/train.h).
+// A progress line per step, or with --json-progress one JSON object per line (the GUI supervises this process
+// and reads them). SIGINT / SIGTERM pause the run: it checkpoints and exits 0, and the same command resumes
+// it.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -17,22 +18,30 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-extern "C" void on_stop_signal(int) { g_stop.store(true); }
+extern "C" void on_stop_signal(int) {
+  g_stop.store(true);
+}
 
 const char* outcome_name(forja::TrainOutcome o) {
   switch (o) {
-    case forja::TrainOutcome::Finished: return "finished";
-    case forja::TrainOutcome::EarlyStopped: return "early_stopped";
-    case forja::TrainOutcome::Paused: return "paused";
-    case forja::TrainOutcome::Cancelled: return "cancelled";
+    case forja::TrainOutcome::Finished:
+      return "finished";
+    case forja::TrainOutcome::EarlyStopped:
+      return "early_stopped";
+    case forja::TrainOutcome::Paused:
+      return "paused";
+    case forja::TrainOutcome::Cancelled:
+      return "cancelled";
   }
   return "finished";
 }
 
 std::string duration(double s) {
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", int(s / 3600), int(s / 60) % 60);
-  else std::snprintf(buf, sizeof buf, "%dm%02ds", int(s / 60), int(s) % 60);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%dh%02dm", int(s / 3600), int(s / 60) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dm%02ds", int(s / 60), int(s) % 60);
   return buf;
 }
 
@@ -51,8 +60,10 @@ int run_train(forja::cli::Args& args) {
   std::signal(SIGTERM, on_stop_signal);
   forja::train::RunHooks hooks;
   hooks.on_message = [&](const std::string& m) {
-    if (json_progress) emit({{"event", "message"}, {"text", m}});
-    else std::fprintf(stderr, "%s\n", m.c_str());
+    if (json_progress)
+      emit({{"event", "message"}, {"text", m}});
+    else
+      std::fprintf(stderr, "%s\n", m.c_str());
   };
   hooks.on_progress = [&](const forja::TrainProgress& p) {
     if (json_progress) {

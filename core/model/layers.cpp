@@ -5,6 +5,9 @@
 
 #include "torch_compat.h"
 
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/custom_function.h>
+
 namespace forja {
 
 LinearImpl::LinearImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out, bool has_bias) {
@@ -35,6 +38,10 @@ RMSNormImpl::RMSNormImpl(WeightProvider& w, const std::string& name, int64_t dim
 }
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
+  // Training on CUDA: the fused kernel rounds once where the formulation below rounds twice (bf16 parity stays
+  // within the bf16 bar; the fp32 CPU path, which the parity tests pin, is unchanged).
+  if (at::GradMode::is_enabled())
+    if (at::Tensor fused = compat::fused_rms_norm(x, weight, eps); fused.defined()) return fused;
   at::Tensor xf = x.to(at::kFloat);
   xf = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * xf.to(x.scalar_type());
@@ -93,6 +100,33 @@ std::pair<at::Tensor, at::Tensor> Rotary::apply(const at::Tensor& q, const at::T
   at::Tensor cos = emb.cos().to(q.scalar_type());
   at::Tensor sin = emb.sin().to(q.scalar_type());
   return {q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin};
+}
+
+namespace {
+
+// silu(gate) * up keeping only gate and up for backward (autograd would also keep silu(gate), a third
+// [tokens, intermediate] tensor per layer). Backward uses the same kernels autograd would, so results are identical.
+struct SwiGlu : torch::autograd::Function<SwiGlu> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& gate, const at::Tensor& up) {
+    ctx->save_for_backward({gate, up});
+    return at::silu(gate) * up;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor& gate = saved[0];
+    const at::Tensor& up = saved[1];
+    at::Tensor grad_up = grads[0] * at::silu(gate);
+    at::Tensor grad_gate = at::silu_backward(grads[0] * up, gate);
+    return {grad_gate, grad_up};
+  }
+};
+
+}  // namespace
+
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
+  if (at::GradMode::is_enabled() && (gate.requires_grad() || up.requires_grad())) return SwiGlu::apply(gate, up);
+  return at::silu(gate) * up;
 }
 
 at::Tensor repeat_kv(const at::Tensor& x, int64_t n_rep) {

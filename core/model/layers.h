@@ -76,6 +76,9 @@ class Rotary {
 // Inverse frequencies as transformers computes them, in fp32.
 at::Tensor rope_inv_freq(const RopeConfig& rope, int64_t head_dim);
 
+// silu(gate) * up (Llama's MLP); under autograd it keeps only its inputs for backward.
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
+
 // [B, KV, T, D] -> [B, KV * n_rep, T, D] (kv head h serves query heads h*n_rep .. h*n_rep+n_rep-1).
 at::Tensor repeat_kv(const at::Tensor& x, int64_t n_rep);
 

@@ -1,5 +1,9 @@
 #include "llama.h"
 
+#include <cmath>
+
+#include "torch_compat.h"
+
 namespace forja {
 
 LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, WeightProvider& w, const std::string& p)
@@ -21,7 +25,11 @@ at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rope, 
   at::Tensor v = v_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
   std::tie(q, k) = rope.apply(q, k, positions);
   const int64_t n_rep = heads_ / kv_heads_;
-  at::Tensor out = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), sliding_window_, same_segment);
+  at::Tensor out;
+  const bool plain_causal = !same_segment.defined() && (sliding_window_ <= 0 || x.size(1) <= sliding_window_);
+  if (plain_causal && n_rep > 1) out = compat::causal_sdpa_gqa(q, k, v, 1.0 / std::sqrt(double(head_dim_)));
+  if (!out.defined())
+    out = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), sliding_window_, same_segment);
   return o_proj->forward(out.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
 }
 
@@ -32,7 +40,7 @@ LlamaMlpImpl::LlamaMlpImpl(const ModelConfig& c, WeightProvider& w, const std::s
 }
 
 at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) {
-  return down_proj->forward(at::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  return down_proj->forward(swiglu(gate_proj->forward(x), up_proj->forward(x)));
 }
 
 LlamaBlockImpl::LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const std::string& p) {

@@ -13,14 +13,15 @@
 namespace forja {
 
 double lora_scale(const LoraOptions& o) {
-  return o.use_rslora ? o.alpha / std::sqrt(static_cast<double>(o.rank)) : o.alpha / static_cast<double>(o.rank);
+  return o.use_rslora ? o.alpha / std::sqrt(static_cast<double>(o.rank))
+                      : o.alpha / static_cast<double>(o.rank);
 }
 
 at::Tensor LoraAdapter::add_to(const at::Tensor& base_out, const at::Tensor& x) const {
   const at::ScalarType dt = x.scalar_type();
   at::Tensor in = (training && dropout > 0) ? at::dropout(x, dropout, /*train=*/true) : x;
-  // Casting the fp32 masters to the activations' dtype is a differentiable op: the gradient reaches the masters
-  // in fp32. In fp32 the casts are no-ops and this is PEFT's expression, term for term.
+  // Casting the fp32 masters to the activations' dtype is a differentiable op: the gradient reaches the
+  // masters in fp32. In fp32 the casts are no-ops and this is PEFT's expression, term for term.
   at::Tensor a = lora_A.scalar_type() == dt ? lora_A : lora_A.to(dt);
   at::Tensor b = lora_B.scalar_type() == dt ? lora_B : lora_B.to(dt);
   return base_out + at::linear(at::linear(in, a), b) * scale;
@@ -62,18 +63,21 @@ std::shared_ptr<LoraAdapters> LoraAdapters::attach(CausalLM& model, const LoraOp
     if (auto* linear = module->as<LinearImpl>()) {
       slot = &linear->lora, weight = linear->weight, in = weight.size(1), out = weight.size(0);
     } else if (auto* conv = module->as<Conv1DImpl>()) {
-      slot = &conv->lora, weight = conv->weight, in = weight.size(0), out = weight.size(1), fan_in_fan_out = true;
+      slot = &conv->lora, weight = conv->weight, in = weight.size(0), out = weight.size(1),
+      fan_in_fan_out = true;
     } else {
       continue;
     }
     if (!matches_target(name, options.target_modules)) continue;
     for (size_t i = 0; i < options.target_modules.size(); ++i)
       if (matches_target(name, {options.target_modules[i]})) target_used[i] = true;
-    if (*slot) throw Error("'" + name + "' already carries a LoRA adapter", "Detach the first adapter set first.");
+    if (*slot)
+      throw Error("'" + name + "' already carries a LoRA adapter", "Detach the first adapter set first.");
 
     auto adapter = std::make_shared<LoraAdapter>();
     const auto fp32 = at::TensorOptions().dtype(at::kFloat);
-    // kaiming_uniform_(a=sqrt(5)) on [r, in]: gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / in) = 1 / sqrt(in).
+    // kaiming_uniform_(a=sqrt(5)) on [r, in]: gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / in) = 1 /
+    // sqrt(in).
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));
     at::Tensor a = at::empty({options.rank, in}, fp32).uniform_(-bound, bound, gen);
     adapter->lora_A = a.to(weight.device()).requires_grad_(true);
@@ -89,9 +93,9 @@ std::shared_ptr<LoraAdapters> LoraAdapters::attach(CausalLM& model, const LoraOp
       for (auto* slot : set->slots_) slot->reset();
       throw Error("LoRA target module '" + options.target_modules[i] + "' matches no projection of this " +
                       family_name(model.config().family) + " model",
-                  model.config().family == Family::Gpt2
-                      ? "GPT-2's projections are c_attn, c_proj and c_fc."
-                      : "Llama-family projections are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.");
+                  model.config().family == Family::Gpt2 ? "GPT-2's projections are c_attn, c_proj and c_fc."
+                                                        : "Llama-family projections are q_proj, k_proj, "
+                                                          "v_proj, o_proj, gate_proj, up_proj, down_proj.");
     }
   }
   return set;

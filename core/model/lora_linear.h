@@ -1,9 +1,10 @@
 // LoRA (Hu et al. 2021) on the projections of a loaded model, computed as PEFT computes it:
 //   y = base(x) + B(A(dropout(x))) * scale,  scale = alpha / r  (rsLoRA: alpha / sqrt(r)),
-// with A [r, in] drawn Kaiming-uniform (a = sqrt(5), i.e. U(±1/sqrt(in))) and B [out, r] zero, so a fresh adapter
-// changes nothing. The base weights stay frozen in their dtype; A and B are fp32 master weights, cast to the
-// activations' dtype in forward so that the bf16 matmuls run at bf16 speed while the optimizer updates fp32.
-// GPT-2's Conv1D ([in, out] weights, PEFT's fan_in_fan_out) uses the same A/B shapes; only merging transposes.
+// with A [r, in] drawn Kaiming-uniform (a = sqrt(5), i.e. U(±1/sqrt(in))) and B [out, r] zero, so a fresh
+// adapter changes nothing. The base weights stay frozen in their dtype; A and B are fp32 master weights, cast
+// to the activations' dtype in forward so that the bf16 matmuls run at bf16 speed while the optimizer updates
+// fp32. GPT-2's Conv1D ([in, out] weights, PEFT's fan_in_fan_out) uses the same A/B shapes; only merging
+// transposes.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -24,10 +25,11 @@ struct LoraOptions {
   double alpha = 32;
   double dropout = 0.0;
   bool use_rslora = false;
-  // Module names as PEFT matches them: a projection is adapted when its full name equals a target or ends with
+  // Module names as PEFT matches them: a projection is adapted when its full name equals a target or ends
+  // with
   // "." + target (so "c_proj" adapts GPT-2's attn.c_proj and mlp.c_proj).
-  std::vector<std::string> target_modules = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                                             "down_proj"};
+  std::vector<std::string> target_modules = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                             "gate_proj", "up_proj", "down_proj"};
   uint64_t seed = 0;  // for A's initial values
 };
 
@@ -57,8 +59,8 @@ class LoraAdapters {
     bool fan_in_fan_out = false;
   };
 
-  // Attaches fresh adapters (PEFT init) to every targeted projection of `model`; throws forja::Error when a target
-  // matches nothing (a misspelt name would otherwise train nothing).
+  // Attaches fresh adapters (PEFT init) to every targeted projection of `model`; throws forja::Error when a
+  // target matches nothing (a misspelt name would otherwise train nothing).
   static std::shared_ptr<LoraAdapters> attach(CausalLM& model, const LoraOptions& options);
   // Removes the adapters from the model's projections (the base is as it was loaded).
   ~LoraAdapters();
@@ -74,7 +76,7 @@ class LoraAdapters {
   std::vector<std::string> parameter_names() const;
   int64_t parameter_count() const;
 
-  void set_enabled(bool enabled);  // off: the model computes exactly the base model
+  void set_enabled(bool enabled);    // off: the model computes exactly the base model
   void set_training(bool training);  // dropout on/off
 
   // W += scale * B A (transposed for Conv1D) on every adapted projection, then the adapters are disabled. For

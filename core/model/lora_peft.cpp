@@ -19,7 +19,8 @@ using nlohmann::json;
 LoraOptions read_peft_config(const fs::path& dir) {
   const fs::path path = dir / "adapter_config.json";
   if (!fs::exists(path))
-    throw_file_error(dir.string(), "has no adapter_config.json", "Open the folder PEFT's save_pretrained wrote.");
+    throw_file_error(dir.string(), "has no adapter_config.json",
+                     "Open the folder PEFT's save_pretrained wrote.");
   json j;
   try {
     j = json::parse(read_text_file(path));
@@ -110,7 +111,8 @@ void load_peft_weights(LoraAdapters& adapters, const fs::path& dir) {
   std::set<std::string> wanted(names.begin(), names.end());
   for (const auto& info : file.tensors()) {
     if (!wanted.count(info.name))
-      throw_file_error(path.string(), "tensor '" + info.name + "' belongs to no adapted projection of this model",
+      throw_file_error(path.string(),
+                       "tensor '" + info.name + "' belongs to no adapted projection of this model",
                        "The adapter was trained on another model or with other target modules.");
   }
   at::NoGradGuard no_grad;
@@ -118,7 +120,8 @@ void load_peft_weights(LoraAdapters& adapters, const fs::path& dir) {
     const io::TensorInfo* info = file.find(names[i]);
     if (!info) throw_file_error(path.string(), "has no tensor '" + names[i] + "'");
     if (info->shape != params[i].sizes().vec())
-      throw_file_error(path.string(), "tensor '" + names[i] + "' has the wrong shape for this model and rank");
+      throw_file_error(path.string(),
+                       "tensor '" + names[i] + "' has the wrong shape for this model and rank");
     params[i].copy_(tensor_from_checkpoint(file, *info));
   }
 }

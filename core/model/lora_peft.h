@@ -1,7 +1,9 @@
 // LoRA adapters in PEFT's on-disk format, so that adapters move freely between Forja and transformers + PEFT:
 //   adapter_config.json        {"peft_type": "LORA", "r", "lora_alpha", "lora_dropout", "target_modules",
-//                               "use_rslora", "fan_in_fan_out", "bias": "none", "task_type": "CAUSAL_LM", ...}
-//   adapter_model.safetensors  "base_model.model.<module>.lora_A.weight" [r, in] and ".lora_B.weight" [out, r]
+//                               "use_rslora", "fan_in_fan_out", "bias": "none", "task_type": "CAUSAL_LM",
+//                               ...}
+//   adapter_model.safetensors  "base_model.model.<module>.lora_A.weight" [r, in] and ".lora_B.weight" [out,
+//   r]
 #pragma once
 
 #include <ATen/ATen.h>

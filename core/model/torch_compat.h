@@ -60,6 +60,29 @@ inline bool fused_adamw(std::vector<at::Tensor>& params, std::vector<at::Tensor>
 #endif
 }
 
+// Causal attention with fewer k/v heads than q heads (GQA) without materialising the repeated k/v: SDPA's
+// enable_gqa (LibTorch >= 2.5, CUDA). Returns an undefined tensor where it does not apply; the caller then repeats
+// k/v itself.
+inline at::Tensor causal_sdpa_gqa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
+#if FORJA_TORCH_AT_LEAST(2, 5)
+  if (q.is_cuda())
+    return at::scaled_dot_product_attention(q, k, v, c10::nullopt, 0.0, /*is_causal=*/true, scale,
+                                            /*enable_gqa=*/true);
+#endif
+  (void)q, (void)k, (void)v, (void)scale;
+  return at::Tensor();
+}
+
+// RMSNorm on CUDA with LibTorch >= 2.8: one fused kernel (fp32 inside) that keeps only the input and 1/rms for
+// backward, instead of the fp32 copies the op-by-op formulation saves. Undefined where it does not apply.
+inline at::Tensor fused_rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+#if FORJA_TORCH_AT_LEAST(2, 8)
+  if (x.is_cuda()) return at::rms_norm(x, {x.size(-1)}, weight, eps);
+#endif
+  (void)x, (void)weight, (void)eps;
+  return at::Tensor();
+}
+
 inline std::string torch_version_string() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
          std::to_string(TORCH_VERSION_PATCH);

@@ -68,15 +68,16 @@ Batch make_padded_batch(const std::vector<const TokenizedExample*>& rows) {
   return b;
 }
 
-TokenizedJsonlSource::TokenizedJsonlSource(std::vector<TokenizedExample> examples, int64_t batch_size, uint64_t seed)
+TokenizedJsonlSource::TokenizedJsonlSource(std::vector<TokenizedExample> examples, int64_t batch_size,
+                                           uint64_t seed)
     : examples_(std::move(examples)), batch_size_(batch_size), seed_(seed) {
   if (examples_.empty()) throw Error("the training data holds no examples");
   shuffle_epoch();
 }
 
 void TokenizedJsonlSource::shuffle_epoch() {
-  // Fisher-Yates with mt19937_64 (whose output the standard fixes), not std::shuffle (whose algorithm it does not):
-  // the same seed gives the same order with every standard library.
+  // Fisher-Yates with mt19937_64 (whose output the standard fixes), not std::shuffle (whose algorithm it does
+  // not): the same seed gives the same order with every standard library.
   order_.resize(examples_.size());
   for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
   std::mt19937_64 rng(seed_ + static_cast<uint64_t>(epoch_) * 0x9E3779B97F4A7C15ull);

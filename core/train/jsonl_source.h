@@ -1,5 +1,5 @@
-// Where the trainer's batches come from. BatchSource is what the run loop needs (the next micro-batch, and a cursor
-// to save in checkpoints so that a resumed run sees exactly the batches an uninterrupted one would).
+// Where the trainer's batches come from. BatchSource is what the run loop needs (the next micro-batch, and a
+// cursor to save in checkpoints so that a resumed run sees exactly the batches an uninterrupted one would).
 // TokenizedJsonlSource reads pre-tokenized JSONL, one {"input_ids": [...], "labels": [...]} per line, labels
 // unshifted as transformers takes them (-100 = no loss; absent = every token but the first).
 #pragma once

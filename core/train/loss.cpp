@@ -9,8 +9,8 @@ namespace forja::train {
 namespace {
 
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& head,
-                            const at::Tensor& labels, int64_t chunk_rows) {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
+                            const at::Tensor& head, const at::Tensor& labels, int64_t chunk_rows) {
     at::NoGradGuard no_grad;
     const bool want_grad = hidden.requires_grad();
     const int64_t n = hidden.size(0);
@@ -47,8 +47,8 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
 
 }  // namespace
 
-at::Tensor linear_cross_entropy_sum(const at::Tensor& hidden, const at::Tensor& head, const at::Tensor& labels,
-                                    int64_t chunk_rows) {
+at::Tensor linear_cross_entropy_sum(const at::Tensor& hidden, const at::Tensor& head,
+                                    const at::Tensor& labels, int64_t chunk_rows) {
   TORCH_CHECK(hidden.dim() == 2 && head.dim() == 2 && labels.dim() == 1 && hidden.size(0) == labels.size(0) &&
                   hidden.size(1) == head.size(1),
               "linear_cross_entropy_sum: hidden [N, H], head [V, H], labels [N]");

@@ -1,7 +1,7 @@
-// The language-model loss without the [tokens, vocab] logits: the head matmul, log-sum-exp and the gradient with
-// respect to the hidden states are computed chunk by chunk in forward, so peak memory holds one chunk of logits
-// (in fp32) instead of all of them plus their softmax for backward. The head is frozen (LoRA never adapts it), so
-// the only gradient needed is the hidden states'.
+// The language-model loss without the [tokens, vocab] logits: the head matmul, log-sum-exp and the gradient
+// with respect to the hidden states are computed chunk by chunk in forward, so peak memory holds one chunk of
+// logits (in fp32) instead of all of them plus their softmax for backward. The head is frozen (LoRA never
+// adapts it), so the only gradient needed is the hidden states'.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -10,13 +10,15 @@
 
 namespace forja::train {
 
-// Sum over rows with label != -100 of cross_entropy(hidden[i] · headᵀ, label[i]), computed in fp32 whatever the
-// dtype of hidden and head. hidden [N, H], head [V, H], labels [N] int64. Differentiable with respect to hidden.
-// `chunk_rows` bounds the logits alive at once (chunk_rows × V fp32).
-at::Tensor linear_cross_entropy_sum(const at::Tensor& hidden, const at::Tensor& head, const at::Tensor& labels,
-                                    int64_t chunk_rows);
+// Sum over rows with label != -100 of cross_entropy(hidden[i] · headᵀ, label[i]), computed in fp32 whatever
+// the dtype of hidden and head. hidden [N, H], head [V, H], labels [N] int64. Differentiable with respect to
+// hidden. `chunk_rows` bounds the logits alive at once (chunk_rows × V fp32).
+at::Tensor linear_cross_entropy_sum(const at::Tensor& hidden, const at::Tensor& head,
+                                    const at::Tensor& labels, int64_t chunk_rows);
 
 // A chunk size that keeps one chunk of fp32 logits near `budget_bytes`.
-int64_t loss_chunk_rows(int64_t vocab, int64_t budget_bytes = int64_t{1} << 30);
+// 256 MiB: at 32k vocab, 2048 rows, still large enough matmuls to run at full speed, and the transient logits
+// at the end of forward (when every activation is alive) stay small.
+int64_t loss_chunk_rows(int64_t vocab, int64_t budget_bytes = int64_t{256} << 20);
 
 }  // namespace forja::train

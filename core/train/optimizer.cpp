@@ -58,9 +58,11 @@ void AdamW::step(double lr) {
 double lr_multiplier(LrSchedule schedule, int64_t step, int64_t warmup, int64_t total) {
   if (step < warmup) return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup));
   switch (schedule) {
-    case LrSchedule::Constant: return 1.0;
+    case LrSchedule::Constant:
+      return 1.0;
     case LrSchedule::Linear:
-      return std::max(0.0, static_cast<double>(total - step) / static_cast<double>(std::max<int64_t>(1, total - warmup)));
+      return std::max(
+          0.0, static_cast<double>(total - step) / static_cast<double>(std::max<int64_t>(1, total - warmup)));
     case LrSchedule::Cosine: {
       const double progress =
           static_cast<double>(step - warmup) / static_cast<double>(std::max<int64_t>(1, total - warmup));

@@ -1,5 +1,5 @@
-// AdamW, learning-rate schedules and gradient clipping with exactly PyTorch's / transformers' arithmetic, so that a
-// Forja run and a transformers + PEFT run from the same state take the same steps.
+// AdamW, learning-rate schedules and gradient clipping with exactly PyTorch's / transformers' arithmetic, so
+// that a Forja run and a transformers + PEFT run from the same state take the same steps.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -13,8 +13,8 @@
 
 namespace forja::train {
 
-// torch.optim.AdamW (decoupled weight decay; amsgrad off). On CUDA with LibTorch 2.x one fused kernel updates all
-// parameters; elsewhere the per-tensor sequence of torch's _single_tensor_adamw, operation for operation.
+// torch.optim.AdamW (decoupled weight decay; amsgrad off). On CUDA with LibTorch 2.x one fused kernel updates
+// all parameters; elsewhere the per-tensor sequence of torch's _single_tensor_adamw, operation for operation.
 class AdamW {
  public:
   AdamW(std::vector<at::Tensor> params, const OptimizerSettings& settings);
@@ -42,8 +42,8 @@ class AdamW {
 // get_constant/linear/cosine_schedule_with_warmup (cosine with num_cycles 0.5) compute it.
 double lr_multiplier(LrSchedule schedule, int64_t step, int64_t warmup_steps, int64_t total_steps);
 
-// torch.nn.utils.clip_grad_norm_(params, max_norm): returns the global 2-norm before clipping and scales every
-// gradient by min(1, max_norm / (norm + 1e-6)). max_norm <= 0 only measures.
+// torch.nn.utils.clip_grad_norm_(params, max_norm): returns the global 2-norm before clipping and scales
+// every gradient by min(1, max_norm / (norm + 1e-6)). max_norm <= 0 only measures.
 double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
 
 }  // namespace forja::train

@@ -19,8 +19,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// The settings that decide what a step computes: a checkpoint may only be resumed by a config that agrees on all
-// of them (how often to checkpoint or evaluate may change).
+// The settings that decide what a step computes: a checkpoint may only be resumed by a config that agrees on
+// all of them (how often to checkpoint or evaluate may change).
 nlohmann::json resume_relevant(const std::string& config_json) {
   nlohmann::json j = nlohmann::json::parse(config_json);
   for (const char* k : {"checkpoint_every", "keep_checkpoints", "eval_every", "early_stopping_patience",
@@ -45,9 +45,9 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
     if (hooks.on_message) hooks.on_message(m);
   };
   const std::string config_json = train_config_to_json(config);
-  const at::Device device =
-      config.device == "auto" ? (torch::cuda::is_available() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU))
-                              : parse_device(config.device);
+  const at::Device device = config.device == "auto" ? (torch::cuda::is_available() ? at::Device(at::kCUDA, 0)
+                                                                                   : at::Device(at::kCPU))
+                                                    : parse_device(config.device);
   const at::ScalarType dtype = config.dtype == "auto" ? (device.is_cuda() ? at::kBFloat16 : at::kFloat)
                                                       : parse_dtype_name(config.dtype);
   at::manual_seed(config.seed);
@@ -74,8 +74,9 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
     if (latest) {
       RunState saved = load_run_checkpoint(*latest, *adapters, trainer.optimizer());
       if (resume_relevant(saved.config_json) != resume_relevant(config_json))
-        throw_file_error(latest->string(), "was written by a run with other settings (model, data, LoRA, "
-                                           "optimizer, steps or seed differ)",
+        throw_file_error(latest->string(),
+                         "was written by a run with other settings (model, data, LoRA, "
+                         "optimizer, steps or seed differ)",
                          "Use a new output_dir for a new run, or the original config to resume this one.");
       data.seek(saved.data_cursor);
       state.step = saved.step;
@@ -139,8 +140,8 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
     TrainControl control = hooks.on_progress ? hooks.on_progress(p) : TrainControl::Continue;
     if (stop_early) {
       result.outcome = TrainOutcome::EarlyStopped;
-      say("early stopping: eval loss has not improved for " + std::to_string(state.evals_without_improvement) +
-          " evaluations");
+      say("early stopping: eval loss has not improved for " +
+          std::to_string(state.evals_without_improvement) + " evaluations");
       break;
     }
     if (control == TrainControl::Pause || control == TrainControl::Cancel) {
@@ -158,12 +159,14 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
 }
 
 TrainResult run_training_from_files(const TrainConfig& config, const RunHooks& hooks) {
-  if (config.train_file.empty()) throw Error("the config has no train_file", "Set \"train_file\" to a JSONL file.");
+  if (config.train_file.empty())
+    throw Error("the config has no train_file", "Set \"train_file\" to a JSONL file.");
   TokenizedJsonlSource source(read_tokenized_jsonl(config.train_file, config.max_length), config.batch_size,
                               config.seed);
   std::vector<Batch> eval;
   if (!config.eval_file.empty())
-    eval = batches_in_file_order(read_tokenized_jsonl(config.eval_file, config.max_length), config.batch_size);
+    eval =
+        batches_in_file_order(read_tokenized_jsonl(config.eval_file, config.max_length), config.batch_size);
   return run_training(config, source, eval, hooks);
 }
 

@@ -1,6 +1,7 @@
 // A whole fine-tune: load the model, attach LoRA, resume from the newest valid checkpoint in
-// <output_dir>/checkpoints (or start fresh), run the steps with evaluation, early stopping, periodic checkpoints and
-// the progress callback, checkpoint on every stop, and write the final adapter to <output_dir>/adapter.
+// <output_dir>/checkpoints (or start fresh), run the steps with evaluation, early stopping, periodic
+// checkpoints and the progress callback, checkpoint on every stop, and write the final adapter to
+// <output_dir>/adapter.
 #pragma once
 
 #include <functional>
@@ -19,8 +20,8 @@ struct RunHooks {
   std::function<void(const std::string&)> on_message;  // resumed from…, skipped a damaged checkpoint, …
 };
 
-TrainResult run_training(const TrainConfig& config, BatchSource& train_data, const std::vector<Batch>& eval_data,
-                         const RunHooks& hooks = {});
+TrainResult run_training(const TrainConfig& config, BatchSource& train_data,
+                         const std::vector<Batch>& eval_data, const RunHooks& hooks = {});
 
 // run_training with the data of config.train_file / eval_file (pre-tokenized JSONL).
 TrainResult run_training_from_files(const TrainConfig& config, const RunHooks& hooks = {});

@@ -23,8 +23,9 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kPrefix = "step-";
-const std::vector<std::string> kFiles = {"adapter_model.safetensors", "adapter_config.json", "optimizer.safetensors",
-                                         "rng.safetensors", "trainer_state.json", "run_config.json"};
+const std::vector<std::string> kFiles = {"adapter_model.safetensors", "adapter_config.json",
+                                         "optimizer.safetensors",     "rng.safetensors",
+                                         "trainer_state.json",        "run_config.json"};
 
 std::string step_name(int64_t step) {
   char buf[32];
@@ -34,9 +35,11 @@ std::string step_name(int64_t step) {
 
 std::optional<int64_t> step_of(const fs::path& dir) {
   const std::string name = dir.filename().string();
-  if (name.rfind(kPrefix, 0) != 0 || name.size() == std::char_traits<char>::length(kPrefix)) return std::nullopt;
+  if (name.rfind(kPrefix, 0) != 0 || name.size() == std::char_traits<char>::length(kPrefix))
+    return std::nullopt;
   const std::string digits = name.substr(std::char_traits<char>::length(kPrefix));
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
   return std::stoll(digits);
 }
 
@@ -113,7 +116,8 @@ fs::path save_run_checkpoint(const fs::path& root, const LoraAdapters& adapters,
   write_file_atomic(tmp / "manifest.json", manifest.dump(1) + "\n");
   fsync_directory(tmp);
 
-  // Re-saving a step (a run paused right after resuming): the old copy moves aside until the new one is in place.
+  // Re-saving a step (a run paused right after resuming): the old copy moves aside until the new one is in
+  // place.
   const fs::path old = root / (".old-" + step_name(state.step) + "-" + std::to_string(::getpid()));
   if (fs::exists(final_dir)) fs::rename(final_dir, old, ec);
   fs::rename(tmp, final_dir, ec);
@@ -121,16 +125,22 @@ fs::path save_run_checkpoint(const fs::path& root, const LoraAdapters& adapters,
   fsync_directory(root);
   remove_quietly(old);
 
-  // Leftovers of crashed saves, then the oldest checkpoints beyond `keep`.
-  for (const auto& e : fs::directory_iterator(root, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.rfind(".tmp-", 0) == 0 || n.rfind(".old-", 0) == 0) remove_quietly(e.path());
-  }
+  // The oldest checkpoints beyond `keep` leave by an atomic rename first: deleting a folder file by file is
+  // not atomic, and a kill halfway must not leave a step-* folder with half its files.
   auto all = list_checkpoints(root);
   const size_t k = static_cast<size_t>(std::max<int64_t>(1, keep));
-  for (size_t i = 0; i + k < all.size(); ++i)
-    if (all[i] != final_dir) remove_quietly(all[i]);
+  for (size_t i = 0; i + k < all.size(); ++i) {
+    if (all[i] == final_dir) continue;
+    fs::rename(all[i], root / (".old-" + all[i].filename().string()), ec);
+  }
   fsync_directory(root);
+  // Then the leftovers: retired checkpoints and the temporary folders of saves that crashed.
+  std::vector<fs::path> leftovers;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(".tmp-", 0) == 0 || n.rfind(".old-", 0) == 0) leftovers.push_back(e.path());
+  }
+  for (const auto& p : leftovers) remove_quietly(p);
   return final_dir;
 }
 
@@ -149,7 +159,8 @@ std::string checkpoint_problem(const fs::path& dir) {
       if (fs::file_size(p, ec) != want)
         return f + " has " + std::to_string(fs::file_size(p, ec)) + " bytes, the manifest says " +
                std::to_string(want);
-      if (sha256_file(p) != m["files"][f].at("sha256").get<std::string>()) return f + " does not match its SHA-256";
+      if (sha256_file(p) != m["files"][f].at("sha256").get<std::string>())
+        return f + " does not match its SHA-256";
     }
   } catch (const json::exception& e) {
     return std::string("manifest.json is unreadable: ") + e.what();
@@ -182,12 +193,14 @@ RunState load_run_checkpoint(const fs::path& dir, LoraAdapters& adapters, AdamW&
   if (!opt.tensors().empty()) {
     for (size_t i = 0; i < names.size(); ++i) {
       m.push_back(tensor_from_checkpoint(opt, opt.at("exp_avg." + names[i])).to(params[i].device()).clone());
-      v.push_back(tensor_from_checkpoint(opt, opt.at("exp_avg_sq." + names[i])).to(params[i].device()).clone());
+      v.push_back(
+          tensor_from_checkpoint(opt, opt.at("exp_avg_sq." + names[i])).to(params[i].device()).clone());
     }
   }
   const auto& meta = opt.metadata();
   auto it = meta.find("step");
-  if (it == meta.end()) throw_file_error((dir / "optimizer.safetensors").string(), "has no step in its metadata");
+  if (it == meta.end())
+    throw_file_error((dir / "optimizer.safetensors").string(), "has no step in its metadata");
   optimizer.restore(std::stoll(it->second), std::move(m), std::move(v));
 
   auto rng = io::SafetensorsFile::open(dir / "rng.safetensors");

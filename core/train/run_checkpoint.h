@@ -2,9 +2,9 @@
 //   adapter_model.safetensors, adapter_config.json  the adapter, in PEFT's format (usable as is)
 //   optimizer.safetensors                           AdamW moments, keyed by the adapter's PEFT names
 //   rng.safetensors                                 CPU (and CUDA) generator states
-//   trainer_state.json                              step, schedule position, data cursor, early-stopping state
-//   run_config.json                                 the whole TrainConfig
-//   manifest.json                                   size and SHA-256 of every file above (written last)
+//   trainer_state.json                              step, schedule position, data cursor, early-stopping
+//   state run_config.json                                 the whole TrainConfig manifest.json size and
+//   SHA-256 of every file above (written last)
 // It is written into a temporary sibling folder, every file fsynced, then renamed into place and the parent
 // fsynced: a reader sees a whole checkpoint or none. A folder whose manifest is missing or does not match its
 // files (a torn disk write, a bit flip, a hand edit) is reported and skipped.
@@ -22,10 +22,10 @@
 namespace forja::train {
 
 struct RunState {
-  int64_t step = 0;          // optimizer steps done
-  int64_t total_steps = 0;   // the schedule's length
-  std::string data_cursor;   // opaque, from the data source
-  std::string config_json;   // the run's TrainConfig as JSON
+  int64_t step = 0;         // optimizer steps done
+  int64_t total_steps = 0;  // the schedule's length
+  std::string data_cursor;  // opaque, from the data source
+  std::string config_json;  // the run's TrainConfig as JSON
   std::optional<double> best_eval_loss;
   int64_t evals_without_improvement = 0;
 };

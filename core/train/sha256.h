@@ -1,4 +1,5 @@
-// SHA-256 (FIPS 180-4) for the checkpoint manifests: a torn or bit-flipped file must not pass as a checkpoint.
+// SHA-256 (FIPS 180-4) for the checkpoint manifests: a torn or bit-flipped file must not pass as a
+// checkpoint.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// TrainConfig <-> JSON. Every key is optional (the defaults are TrainConfig's) but an unknown key is an error, so
-// that "learning_rat" never trains silently at the default rate.
+// TrainConfig <-> JSON. Every key is optional (the defaults are TrainConfig's) but an unknown key is an
+// error, so that "learning_rat" never trains silently at the default rate.
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -14,9 +14,12 @@ namespace {
 
 const char* schedule_name(LrSchedule s) {
   switch (s) {
-    case LrSchedule::Constant: return "constant";
-    case LrSchedule::Linear: return "linear";
-    case LrSchedule::Cosine: return "cosine";
+    case LrSchedule::Constant:
+      return "constant";
+    case LrSchedule::Linear:
+      return "linear";
+    case LrSchedule::Cosine:
+      return "cosine";
   }
   return "cosine";
 }
@@ -104,10 +107,14 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
     orr.get("warmup_steps", c.optimizer.warmup_steps);
     std::string sched = schedule_name(c.optimizer.schedule);
     orr.get("schedule", sched);
-    if (sched == "constant") c.optimizer.schedule = LrSchedule::Constant;
-    else if (sched == "linear") c.optimizer.schedule = LrSchedule::Linear;
-    else if (sched == "cosine") c.optimizer.schedule = LrSchedule::Cosine;
-    else orr.fail("schedule \"" + sched + "\" is not constant, linear or cosine");
+    if (sched == "constant")
+      c.optimizer.schedule = LrSchedule::Constant;
+    else if (sched == "linear")
+      c.optimizer.schedule = LrSchedule::Linear;
+    else if (sched == "cosine")
+      c.optimizer.schedule = LrSchedule::Cosine;
+    else
+      orr.fail("schedule \"" + sched + "\" is not constant, linear or cosine");
     orr.finish();
   }
   r.finish();

@@ -33,8 +33,8 @@ BatchTensors to_tensors(const Batch& b, at::Device device) {
   return t;
 }
 
-Trainer::Trainer(CausalLM& model, LoraAdapters& adapters, const OptimizerSettings& optimizer, int64_t total_steps,
-                 bool activation_checkpointing)
+Trainer::Trainer(CausalLM& model, LoraAdapters& adapters, const OptimizerSettings& optimizer,
+                 int64_t total_steps, bool activation_checkpointing)
     : model_(model),
       adapters_(adapters),
       settings_(optimizer),
@@ -44,7 +44,8 @@ Trainer::Trainer(CausalLM& model, LoraAdapters& adapters, const OptimizerSetting
       chunk_rows_(loss_chunk_rows(model.config().vocab_size)) {}
 
 double Trainer::learning_rate_at(int64_t step) const {
-  return settings_.learning_rate * lr_multiplier(settings_.schedule, step, settings_.warmup_steps, total_steps_);
+  return settings_.learning_rate *
+         lr_multiplier(settings_.schedule, step, settings_.warmup_steps, total_steps_);
 }
 
 at::Tensor Trainer::loss_sum(const BatchTensors& t, bool recompute) {

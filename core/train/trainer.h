@@ -1,7 +1,7 @@
 // One LoRA optimizer step over a list of micro-batches, and evaluation. The loss of a step is the mean
-// cross-entropy over all loss tokens of its micro-batches (each micro-batch contributes its token sum divided by the
-// step's token count, as transformers' Trainer does with num_items_in_batch), so gradient accumulation gives the
-// same update as one large batch.
+// cross-entropy over all loss tokens of its micro-batches (each micro-batch contributes its token sum divided
+// by the step's token count, as transformers' Trainer does with num_items_in_batch), so gradient accumulation
+// gives the same update as one large batch.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -26,8 +26,8 @@ struct StepStats {
 };
 
 struct BatchTensors {
-  at::Tensor input_ids, labels;              // [B, T] int64
-  at::Tensor position_ids, segment_ids;      // [B, T] int64, only for packed batches
+  at::Tensor input_ids, labels;          // [B, T] int64
+  at::Tensor position_ids, segment_ids;  // [B, T] int64, only for packed batches
 };
 
 // Checks a Batch's sizes and moves it to `device`; throws forja::Error naming what is inconsistent.
@@ -40,8 +40,8 @@ class Trainer {
 
   // backward() then update().
   StepStats step(const std::vector<Batch>& micro_batches);
-  // Forward and backward over all micro-batches: the adapters' .grad() hold the step's gradient (tests compare it
-  // with PEFT's before update() clips it).
+  // Forward and backward over all micro-batches: the adapters' .grad() hold the step's gradient (tests
+  // compare it with PEFT's before update() clips it).
   StepStats backward(const std::vector<Batch>& micro_batches);
   // Clip, AdamW update at this step's learning rate, zero the gradients; fills grad_norm and learning_rate.
   void update(StepStats& stats);

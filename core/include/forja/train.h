@@ -1,6 +1,6 @@
 // The fine-tuning run as the UI and the CLI see it: plain C++ (no LibTorch, no Qt), so that the Qt window can
-// include it. A TrainConfig is the whole run ("export config" in the GUI, `forja-cli train config.json`); the trainer
-// reports a TrainProgress per optimizer step to a callback that can pause or cancel the run.
+// include it. A TrainConfig is the whole run ("export config" in the GUI, `forja-cli train config.json`); the
+// trainer reports a TrainProgress per optimizer step to a callback that can pause or cancel the run.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@ struct LoraSettings {
   double alpha = 32;
   double dropout = 0.05;
   bool use_rslora = false;  // scale alpha / sqrt(r) instead of alpha / r
-  std::vector<std::string> target_modules = {"q_proj", "k_proj", "v_proj", "o_proj",
+  std::vector<std::string> target_modules = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                              "gate_proj", "up_proj", "down_proj"};
 };
 
@@ -32,15 +32,15 @@ struct OptimizerSettings {
 };
 
 struct TrainConfig {
-  std::string model_dir;   // a Hugging Face model folder
-  std::string output_dir;  // checkpoints/ and the final adapter/ go here
+  std::string model_dir;        // a Hugging Face model folder
+  std::string output_dir;       // checkpoints/ and the final adapter/ go here
   std::string device = "auto";  // auto (cuda when visible), cpu, cuda, cuda:N
   std::string dtype = "auto";   // of the frozen base: auto (bf16 on CUDA, fp32 on CPU), fp32, bf16, fp16
 
-  // Data: a pre-tokenized JSONL file, one {"input_ids": [...], "labels": [...]} per line (labels unshifted as in
-  // transformers, -100 = no loss; when absent every token but the first is trained on).
+  // Data: a pre-tokenized JSONL file, one {"input_ids": [...], "labels": [...]} per line (labels unshifted as
+  // in transformers, -100 = no loss; when absent every token but the first is trained on).
   std::string train_file;
-  std::string eval_file;  // optional, same format
+  std::string eval_file;   // optional, same format
   int64_t batch_size = 4;  // rows per micro-batch
   int64_t max_length = 1024;
 
@@ -49,7 +49,7 @@ struct TrainConfig {
   int64_t max_steps = 100;  // optimizer steps
   int64_t grad_accum = 1;   // micro-batches per optimizer step
   bool activation_checkpointing = false;
-  int64_t eval_every = 0;        // steps; 0: no periodic eval
+  int64_t eval_every = 0;               // steps; 0: no periodic eval
   int64_t early_stopping_patience = 0;  // evals without improvement before stopping; 0: off
   double early_stopping_min_delta = 0.0;
   int64_t checkpoint_every = 50;  // steps; 0: only when the run stops
@@ -57,20 +57,20 @@ struct TrainConfig {
   uint64_t seed = 42;
 };
 
-// JSON (the file `forja-cli train` reads and the GUI exports). Unknown keys are errors that name the key, so a
-// typo never silently trains with a default. `source` names the file in messages.
+// JSON (the file `forja-cli train` reads and the GUI exports). Unknown keys are errors that name the key, so
+// a typo never silently trains with a default. `source` names the file in messages.
 TrainConfig train_config_from_json(const std::string& json_text, const std::string& source);
 std::string train_config_to_json(const TrainConfig& config);
 
 struct TrainProgress {
   int64_t step = 0;  // optimizer steps done
   int64_t total_steps = 0;
-  double loss = 0;                  // mean CE over this step's loss tokens
-  std::optional<double> eval_loss;  // set on the steps that evaluated
-  double learning_rate = 0;         // the rate this step used
-  double grad_norm = 0;             // global 2-norm before clipping
-  int64_t tokens = 0;               // input tokens this step
-  double tokens_per_second = 0;     // over this step
+  double loss = 0;                                     // mean CE over this step's loss tokens
+  std::optional<double> eval_loss;                     // set on the steps that evaluated
+  double learning_rate = 0;                            // the rate this step used
+  double grad_norm = 0;                                // global 2-norm before clipping
+  int64_t tokens = 0;                                  // input tokens this step
+  double tokens_per_second = 0;                        // over this step
   double gpu_allocated_gib = 0, gpu_reserved_gib = 0;  // 0 on the CPU
   double elapsed_seconds = 0;
   double eta_seconds = 0;
@@ -78,8 +78,8 @@ struct TrainProgress {
 };
 
 enum class TrainControl { Continue, Pause, Cancel };
-// Called after every optimizer step. Pause and Cancel both end the run with a checkpoint; a paused run resumes
-// from it with the same config.
+// Called after every optimizer step. Pause and Cancel both end the run with a checkpoint; a paused run
+// resumes from it with the same config.
 using TrainCallback = std::function<TrainControl(const TrainProgress&)>;
 
 enum class TrainOutcome { Finished, EarlyStopped, Paused, Cancelled };

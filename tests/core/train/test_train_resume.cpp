@@ -1,7 +1,8 @@
-// Checkpoints that a crash cannot corrupt, and resumes that continue exactly. `forja-cli train` runs a small
-// fine-tune of the tiny llama fixture on the CPU in fp32 (LoRA dropout on, so the generator states matter); a second
-// run is SIGKILLed at several points and restarted each time. After every kill no checkpoint folder may be damaged,
-// and the resumed losses must equal, bit for bit, those of the uninterrupted run at the same steps.
+// Checkpoints that a crash cannot corrupt, and resumes that continue exactly (plus forja-cli export, at the
+// end). `forja-cli train` runs a small fine-tune of the tiny llama fixture on the CPU in fp32 (LoRA dropout
+// on, so the generator states matter); a second run is SIGKILLed at several points and restarted each time.
+// After every kill no checkpoint folder may be damaged, and the resumed losses must equal, bit for bit, those
+// of the uninterrupted run at the same steps.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -12,6 +13,9 @@
 #include <map>
 #include <random>
 
+#include <ATen/core/grad_mode.h>
+
+#include "causal_lm.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/train.h"
@@ -100,7 +104,8 @@ Run run_to_end(const fs::path& config) {
   return r;
 }
 
-// Starts forja-cli train and SIGKILLs it once it has printed `kill_after_step` (or after `delay_ms` when that is
+// Starts forja-cli train and SIGKILLs it once it has printed `kill_after_step` (or after `delay_ms` when that
+// is
 // >= 0, wherever it is then: inside a step, or halfway through writing a checkpoint).
 Run run_and_kill(const fs::path& config, int64_t kill_after_step, int delay_ms) {
   QProcess p;
@@ -164,8 +169,8 @@ class TestTrainResume : public QObject {
     QCOMPARE(int64_t(ref.loss.size()), kSteps);
     QCOMPARE(int64_t(ref.eval_loss.size()), kSteps / 4);
 
-    // Kill after steps 1 (before the first checkpoint), 2 and 5 (a checkpoint just written or not), then at fixed
-    // delays that land anywhere, including inside a checkpoint write; then let it finish.
+    // Kill after steps 1 (before the first checkpoint), 2 and 5 (a checkpoint just written or not), then at
+    // fixed delays that land anywhere, including inside a checkpoint write; then let it finish.
     std::map<int64_t, double> seen;
     int64_t last_resume = 0;
     auto check = [&](const Run& r) {
@@ -195,7 +200,8 @@ class TestTrainResume : public QObject {
     QVERIFY(last.resumed_from > 0);
     last_resume = last.resumed_from;
     QCOMPARE(int64_t(seen.size()), kSteps);
-    qInfo("7 kills over %lld steps; the last resume was at step %lld", (long long)kSteps, (long long)last_resume);
+    qInfo("7 kills over %lld steps; the last resume was at step %lld", (long long)kSteps,
+          (long long)last_resume);
 
     // Same final adapter, byte for byte.
     QCOMPARE(forja::train::sha256_file(root / "b" / "run" / "adapter" / "adapter_model.safetensors"),
@@ -222,8 +228,8 @@ class TestTrainResume : public QObject {
     auto all = forja::train::list_checkpoints(ckpts);
     QCOMPARE(all.size(), size_t(kSteps / 2));
 
-    // Newest: a torn write (truncated optimizer state). Next: no manifest (the save never finished). Next: one
-    // flipped bit in the adapter. The one before those is what a resume must use.
+    // Newest: a torn write (truncated optimizer state). Next: no manifest (the save never finished). Next:
+    // one flipped bit in the adapter. The one before those is what a resume must use.
     fs::resize_file(all[5] / "optimizer.safetensors", fs::file_size(all[5] / "optimizer.safetensors") / 2);
     fs::remove(all[4] / "manifest.json");
     {
@@ -245,10 +251,33 @@ class TestTrainResume : public QObject {
     QVERIFY2(warnings[2].find("SHA-256") != std::string::npos, warnings[2].c_str());
   }
 
+  void exportMergesIntoAHuggingFaceFolder() {
+    // forja-cli export --merge with PEFT's trained llama adapter: the merged folder loads as a plain model
+    // and gives the logits PEFT computed with the adapter (the base-model parity bar, max abs error <= 1e-4).
+    QTemporaryDir tmp;
+    const fs::path out = fs::path(tmp.path().toStdString()) / "merged";
+    const fs::path train = fs::path(FORJA_FIXTURES_DIR) / "train" / "llama";
+    QProcess p;
+    p.start(FORJA_CLI_PATH, {"export", QString::fromStdString(forja_test::fixture_dir("llama").string()),
+                             "--adapter", QString::fromStdString((train / "final").string()), "--merge",
+                             "--out", QString::fromStdString(out.string())});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    QVERIFY(fs::exists(out / "config.json"));
+    QVERIFY(fs::exists(out / "model.safetensors"));
+    auto merged = forja::load_causal_lm(out, {at::kFloat, at::kCPU});
+    auto f = forja::io::SafetensorsFile::open(train / "trace.safetensors");
+    at::Tensor ids = forja::tensor_from_checkpoint(f, f.at("eval_ids")).clone();
+    at::Tensor want = forja::tensor_from_checkpoint(f, f.at("eval_logits")).clone();
+    at::NoGradGuard no_grad;
+    const double err = forja_test::max_abs_error(merged->forward(ids), want);
+    QVERIFY2(err <= 1e-4, qPrintable(QString("max abs error %1").arg(err)));
+  }
+
   void configErrorsNameTheKey() {
     try {
-      forja::train_config_from_json(R"({"model_dir": "m", "output_dir": "o", "optimizer": {"learning_rat": 1}})",
-                                    "cfg.json");
+      forja::train_config_from_json(
+          R"({"model_dir": "m", "output_dir": "o", "optimizer": {"learning_rat": 1}})", "cfg.json");
       QFAIL("expected an error");
     } catch (const forja::Error& e) {
       QVERIFY2(e.message().find("learning_rat") != std::string::npos, e.message().c_str());

@@ -1,7 +1,7 @@
-// LoRA training on CUDA: the PEFT fixture run (tests/fixtures/train, see make_train_fixtures.py) repeated on the GPU
-// in fp32 (fused AdamW, SDPA, chunked loss: per-step loss within 1e-4 of PEFT's CPU run, TF32 off) and in bf16
-// (the mixed-precision path users train with: per-step loss within 2e-2, issue 2's bf16 bar), plus activation
-// recomputation on the GPU (same gradients as without it).
+// LoRA training on CUDA: the PEFT fixture run (tests/fixtures/train, see make_train_fixtures.py) repeated on
+// the GPU in fp32 (fused AdamW, SDPA, chunked loss: per-step loss within 1e-4 of PEFT's CPU run, TF32 off)
+// and in bf16 (the mixed-precision path users train with: per-step loss within 2e-2, issue 2's bf16 bar),
+// plus activation recomputation on the GPU (same gradients as without it).
 #include <torch/cuda.h>
 
 #include <cstdio>
@@ -18,7 +18,9 @@ using nlohmann::json;
 
 namespace {
 
-std::filesystem::path train_dir() { return std::filesystem::path(FORJA_FIXTURES_DIR) / "train" / "llama"; }
+std::filesystem::path train_dir() {
+  return std::filesystem::path(FORJA_FIXTURES_DIR) / "train" / "llama";
+}
 
 at::Tensor trace(const std::string& name) {
   auto f = forja::io::SafetensorsFile::open(train_dir() / "trace.safetensors");
@@ -70,8 +72,10 @@ int main() {
   const double fp32 = run(at::kFloat, false);
   const double fp32_recompute = run(at::kFloat, true);
   const double bf16 = run(at::kBFloat16, false);
-  std::printf("llama on CUDA, worst per-step loss rel. error vs PEFT (fp32 CPU): fp32 %.3g, fp32 + recompute %.3g, "
-              "bf16 %.3g\n", fp32, fp32_recompute, bf16);
+  std::printf(
+      "llama on CUDA, worst per-step loss rel. error vs PEFT (fp32 CPU): fp32 %.3g, fp32 + recompute %.3g, "
+      "bf16 %.3g\n",
+      fp32, fp32_recompute, bf16);
   FORJA_CHECK(fp32 <= 1e-4, "fp32 on CUDA: %g", fp32);  // issue 4's parity bar
   FORJA_CHECK(fp32_recompute <= 1e-4, "fp32 + recompute on CUDA: %g", fp32_recompute);
   FORJA_CHECK(bf16 <= 2e-2, "bf16 on CUDA: %g", bf16);  // issue 2's bf16 bar
