@@ -133,11 +133,11 @@ at::Tensor Decoder::attention(const at::Tensor& qkv, at::Tensor& layer_cache, in
     // block per head).
     at::Tensor q = split.narrow(1, 0, heads).reshape({kv, n_rep, d});
     at::Tensor scores = at::baddbmm(a.mask.view({1, 1, a.keys}), q, k.transpose(1, 2), 1.0, scale);
-    // Softmax computed in fp32 and rounded to the activations' dtype, as transformers does. On CUDA the kernel
-    // accumulates half-precision inputs in fp32 itself, so one launch gives the same values as the two below
-    // (LibTorch's CPU softmax has no fp16 kernel in 1.13).
-    at::Tensor probs = qkv.is_cuda() ? at::softmax(scores, -1)
-                                     : at::softmax(scores, -1, at::kFloat).to(qkv.scalar_type());
+    // Softmax computed in fp32 and rounded to the activations' dtype, as transformers does. On CUDA the
+    // kernel accumulates half-precision inputs in fp32 itself, so one launch gives the same values as the two
+    // below (LibTorch's CPU softmax has no fp16 kernel in 1.13).
+    at::Tensor probs =
+        qkv.is_cuda() ? at::softmax(scores, -1) : at::softmax(scores, -1, at::kFloat).to(qkv.scalar_type());
     return at::bmm(probs, v).view({1, heads * d});
   }
 
