@@ -32,6 +32,7 @@
 #include "panes/gpu_pane.h"
 #include "panes/model_pane.h"
 #include "panes/runs_pane.h"
+#include "panes/train_pane.h"
 
 namespace forja::ui {
 namespace {
@@ -83,18 +84,22 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   model_pane_ = new ModelPane(context_);
   runs_pane_ = new RunsPane(context_);
   data_pane_ = new DataPane(context_);
+  train_pane_ = new TrainPane(context_);
   doctor_pane_ = new DoctorPane(context_);
   gpu_pane_ = new GpuPane(context_);
   add_pane(model_pane_);
   add_pane(data_pane_);
+  add_pane(train_pane_);
   add_pane(runs_pane_);
   add_pane(gpu_pane_);
   add_pane(doctor_pane_);
+  connect(data_pane_, &DataPane::dataset_ready, train_pane_, &TrainPane::set_dataset);
   connect(sidebar_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
   connect(model_pane_, &ModelPane::recent_changed, this, &MainWindow::rebuild_recent_menu);
   connect(model_pane_, &ModelPane::model_opened, this, [this](const forja::ModelInfo& info) {
     setWindowTitle(tr("%1 — Forja").arg(QFileInfo(QString::fromStdString(info.dir.string())).fileName()));
     data_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
+    train_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
   });
 
   statusBar()->addWidget(new JobStatusWidget(jobs_), 1);

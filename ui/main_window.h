@@ -23,6 +23,7 @@ class GpuPane;
 class JobMonitor;
 class ModelPane;
 class RunsPane;
+class TrainPane;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -42,6 +43,7 @@ class MainWindow : public QMainWindow {
   ModelPane* model_pane() const { return model_pane_; }
   RunsPane* runs_pane() const { return runs_pane_; }
   DataPane* data_pane() const { return data_pane_; }
+  TrainPane* train_pane() const { return train_pane_; }
   DoctorPane* doctor_pane() const { return doctor_pane_; }
   GpuPane* gpu_pane() const { return gpu_pane_; }
   GpuMonitorService* gpu_monitor() const { return gpu_; }
@@ -65,6 +67,7 @@ class MainWindow : public QMainWindow {
   ModelPane* model_pane_ = nullptr;
   RunsPane* runs_pane_ = nullptr;
   DataPane* data_pane_ = nullptr;
+  TrainPane* train_pane_ = nullptr;
   DoctorPane* doctor_pane_ = nullptr;
   GpuPane* gpu_pane_ = nullptr;
   QSplitter* splitter_;

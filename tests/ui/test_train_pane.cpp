@@ -1,0 +1,151 @@
+// Tests of the Train pane with a real worker process: forja-cli train runs a few LoRA steps on the CPU on a
+// fixture model, the plots receive every step, the adapter appears; a SIGKILLed worker shows as interrupted
+// and Resume continues from its last checkpoint; a worker that cannot run says why.
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "error_box.h"
+#include "jobs/job.h"
+#include "main_window.h"
+#include "panes/train_pane.h"
+#include "train_worker.h"
+#include "ui_test_support.h"
+
+using forja::ui::MainWindow;
+using forja::ui::TrainPane;
+
+namespace {
+
+// tests/fixtures/models/smollm: a 2-layer Llama with a 320-token vocabulary (make_fixtures.py).
+const QString kModel = QStringLiteral(FORJA_FIXTURES_DIR "/models/smollm");
+
+// A pre-tokenized dataset: 16 rows of 24 ids below the fixture's vocabulary size, as forja-cli train reads
+// it.
+QString write_dataset(const QString& dir) {
+  const QString path = dir + QStringLiteral("/data.jsonl");
+  QFile f(path);
+  f.open(QIODevice::WriteOnly);
+  for (int r = 0; r < 16; ++r) {
+    QByteArray ids;
+    for (int t = 0; t < 24; ++t) ids += (t ? "," : "") + QByteArray::number((r * 7 + t * 13) % 300 + 10);
+    f.write("{\"input_ids\": [" + ids + "]}\n");
+  }
+  return path;
+}
+
+}  // namespace
+
+class TestTrainPane : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() {
+    forja::test::init_ui_test_environment("test_train_pane");
+    qputenv("FORJA_CLI", FORJA_CLI);
+  }
+  void init();
+  void cleanup();
+  void trainsAndPlotsEveryStep();
+  void killedWorkerIsInterruptedThenResumes();
+  void missingWorkerSaysWhy();
+
+ private:
+  void configure(int steps, int checkpoint_every);
+  QTemporaryDir* tmp_ = nullptr;
+  MainWindow* window_ = nullptr;
+  TrainPane* pane_ = nullptr;
+};
+
+void TestTrainPane::init() {
+  QSettings().clear();
+  tmp_ = new QTemporaryDir;
+  window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
+  window_->show();
+  pane_ = window_->train_pane();
+  window_->show_pane(2);
+}
+
+void TestTrainPane::cleanup() {
+  pane_->stop();
+  QVERIFY(forja::ui::Job::cancel_all_and_wait(5000));
+  delete window_;
+  delete tmp_;
+}
+
+void TestTrainPane::configure(int steps, int checkpoint_every) {
+  pane_->set_model_dir(kModel);
+  pane_->set_dataset(write_dataset(tmp_->path()));
+  pane_->findChild<QLineEdit*>(QStringLiteral("trainOutputDir"))
+      ->setText(tmp_->filePath(QStringLiteral("run")));
+  pane_->findChild<QSpinBox*>(QStringLiteral("trainSteps"))->setValue(steps);
+  pane_->findChild<QSpinBox*>(QStringLiteral("trainCheckpointEvery"))->setValue(checkpoint_every);
+  pane_->findChild<QSpinBox*>(QStringLiteral("trainEvalEvery"))->setValue(0);
+  pane_->findChild<QSpinBox*>(QStringLiteral("trainBatch"))->setValue(2);
+  pane_->findChild<QSpinBox*>(QStringLiteral("trainMaxLength"))->setValue(32);
+  pane_->findChild<QComboBox*>(QStringLiteral("trainDevice"))->setCurrentText(QStringLiteral("cpu"));
+}
+
+void TestTrainPane::trainsAndPlotsEveryStep() {
+  configure(6, 3);
+  const QJsonObject cfg = QJsonDocument::fromJson(pane_->config_json().toUtf8()).object();
+  QCOMPARE(cfg.value(QStringLiteral("max_steps")).toInt(), 6);
+  QSignalSpy finished(pane_, &TrainPane::run_finished);
+  QTest::mouseClick(pane_->findChild<QPushButton*>(QStringLiteral("trainStart")), Qt::LeftButton);
+  QVERIFY(pane_->running());
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+  const QJsonObject r = finished.at(0).at(0).toJsonObject();
+  QCOMPARE(r.value(QStringLiteral("outcome")).toString(), QStringLiteral("finished"));
+  QCOMPARE(r.value(QStringLiteral("steps")).toInt(), 6);
+  QCOMPARE(pane_->plotted_steps(), 6);
+  const QString adapter = r.value(QStringLiteral("adapter")).toString();
+  QVERIFY2(QFile::exists(adapter + QStringLiteral("/adapter_model.safetensors")), qPrintable(adapter));
+  QVERIFY(QFile::exists(adapter + QStringLiteral("/adapter_config.json")));
+  QVERIFY(!pane_->running());
+}
+
+void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
+  configure(200, 5);
+  QSignalSpy died(pane_, &TrainPane::run_failed);
+  pane_->start();
+  // Past a checkpoint (every 5 steps), then SIGKILL: no chance to write anything more.
+  QTRY_VERIFY_WITH_TIMEOUT(pane_->plotted_steps() >= 6, 120000);
+  pane_->stop();
+  QTRY_COMPARE_WITH_TIMEOUT(died.count(), 1, 10000);
+  QVERIFY(pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"))->isVisible());
+  auto* start = pane_->findChild<QPushButton*>(QStringLiteral("trainStart"));
+  QCOMPARE(start->text(), QStringLiteral("Resume"));
+  // Resume: the same config and output folder continue from the last checkpoint.
+  QSignalSpy finished(pane_, &TrainPane::run_finished);
+  QTest::mouseClick(start, Qt::LeftButton);
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+  const QJsonObject r = finished.at(0).at(0).toJsonObject();
+  QVERIFY2(r.value(QStringLiteral("resumed_from_step")).toInt() >= 5,
+           qPrintable(QJsonDocument(r).toJson(QJsonDocument::Compact)));
+  QCOMPARE(r.value(QStringLiteral("steps")).toInt(), 200);
+}
+
+void TestTrainPane::missingWorkerSaysWhy() {
+  configure(4, 2);
+  pane_->set_model_dir(tmp_->filePath(QStringLiteral("no-such-model")));
+  pane_->findChild<QLineEdit*>(QStringLiteral("trainOutputDir"))
+      ->setText(tmp_->filePath(QStringLiteral("run2")));
+  QSignalSpy died(pane_, &TrainPane::run_failed);
+  pane_->start();
+  QTRY_COMPARE_WITH_TIMEOUT(died.count(), 1, 60000);
+  const auto* box = pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"));
+  QVERIFY2(box->hint().contains(QStringLiteral("no-such-model")),
+           qPrintable(box->message() + " | " + box->hint()));
+}
+
+QTEST_MAIN(TestTrainPane)
+#include "test_train_pane.moc"

@@ -1,0 +1,471 @@
+// TrainPane: the form, the worker hand-off, the plots and the log.
+#include "panes/train_pane.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDateTime>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QEvent>
+#include <QFile>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QVBoxLayout>
+
+#include "error_box.h"
+#include "forja/train.h"
+#include "format.h"
+#include "plot.h"
+#include "theme.h"
+#include "train_worker.h"
+
+namespace forja::ui {
+namespace {
+
+QSpinBox* int_box(int lo, int hi, int value) {
+  auto* b = new QSpinBox;
+  b->setRange(lo, hi);
+  b->setValue(value);
+  return b;
+}
+
+QDoubleSpinBox* real_box(double lo, double hi, double value, int decimals, double step) {
+  auto* b = new QDoubleSpinBox;
+  b->setDecimals(decimals);
+  b->setRange(lo, hi);
+  b->setSingleStep(step);
+  b->setValue(value);
+  return b;
+}
+
+void add_point(QCustomPlot* plot, int graph, double x, double y) {
+  plot->graph(graph)->addData(x, y);
+  plot->rescaleAxes();
+  plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+}  // namespace
+
+TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
+  setObjectName(QStringLiteral("TrainPane"));
+  worker_ = new TrainWorker(this);
+  auto* heading = new QLabel(tr("Fine-tune with LoRA"));
+  QFont big = heading->font();
+  big.setPointSizeF(big.pointSizeF() * 1.4);
+  big.setBold(true);
+  heading->setFont(big);
+  inputs_ = new QLabel;
+  inputs_->setObjectName(QStringLiteral("trainInputs"));
+  inputs_->setWordWrap(true);
+
+  preset_ = new QComboBox;
+  preset_->setObjectName(QStringLiteral("trainPreset"));
+  preset_->addItem(tr("Quick test (a few steps)"), QStringLiteral("quick"));
+  preset_->addItem(tr("Balanced"), QStringLiteral("balanced"));
+  preset_->addItem(tr("Thorough"), QStringLiteral("thorough"));
+  output_dir_ = new QLineEdit;
+  output_dir_->setObjectName(QStringLiteral("trainOutputDir"));
+  rank_ = int_box(1, 1024, 16);
+  alpha_ = real_box(0.1, 4096, 32, 1, 1);
+  dropout_ = real_box(0, 0.9, 0.05, 2, 0.05);
+  lr_ = real_box(1e-7, 1, 2e-4, 6, 1e-5);
+  weight_decay_ = real_box(0, 1, 0, 3, 0.01);
+  clip_ = real_box(0, 100, 1, 2, 0.1);
+  schedule_ = new QComboBox;
+  schedule_->addItems({QStringLiteral("cosine"), QStringLiteral("linear"), QStringLiteral("constant")});
+  warmup_ = int_box(0, 100000, 0);
+  steps_ = int_box(1, 10000000, 100);
+  batch_ = int_box(1, 4096, 4);
+  accum_ = int_box(1, 4096, 1);
+  max_len_ = int_box(16, 131072, 1024);
+  eval_every_ = int_box(0, 1000000, 0);
+  ckpt_every_ = int_box(0, 1000000, 50);
+  seed_ = int_box(0, 2147483647, 42);
+  device_ = new QComboBox;
+  device_->addItems({QStringLiteral("auto"), QStringLiteral("cuda"), QStringLiteral("cpu")});
+  dtype_ = new QComboBox;
+  dtype_->addItems(
+      {QStringLiteral("auto"), QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")});
+  checkpointing_ = new QCheckBox(tr("Activation checkpointing (less memory, ~30% slower)"));
+  const QList<std::pair<QWidget*, const char*>> named = {{rank_, "trainRank"},
+                                                         {alpha_, "trainAlpha"},
+                                                         {dropout_, "trainDropout"},
+                                                         {lr_, "trainLr"},
+                                                         {weight_decay_, "trainWd"},
+                                                         {clip_, "trainClip"},
+                                                         {schedule_, "trainSchedule"},
+                                                         {warmup_, "trainWarmup"},
+                                                         {steps_, "trainSteps"},
+                                                         {batch_, "trainBatch"},
+                                                         {accum_, "trainAccum"},
+                                                         {max_len_, "trainMaxLength"},
+                                                         {eval_every_, "trainEvalEvery"},
+                                                         {ckpt_every_, "trainCheckpointEvery"},
+                                                         {seed_, "trainSeed"},
+                                                         {device_, "trainDevice"},
+                                                         {dtype_, "trainDtype"},
+                                                         {checkpointing_, "trainCheckpointing"}};
+  for (const auto& [w, name] : named) w->setObjectName(QString::fromLatin1(name));
+
+  auto* form = new QFormLayout;
+  form->addRow(tr("Preset:"), preset_);
+  form->addRow(tr("Output folder:"), output_dir_);
+  form->addRow(tr("LoRA rank / alpha:"), [&] {
+    auto* row = new QWidget;
+    auto* l = new QHBoxLayout(row);
+    l->setContentsMargins(0, 0, 0, 0);
+    l->addWidget(rank_);
+    l->addWidget(alpha_);
+    return row;
+  }());
+  form->addRow(tr("LoRA dropout:"), dropout_);
+  form->addRow(tr("Learning rate:"), lr_);
+  form->addRow(tr("Schedule / warmup steps:"), [&] {
+    auto* row = new QWidget;
+    auto* l = new QHBoxLayout(row);
+    l->setContentsMargins(0, 0, 0, 0);
+    l->addWidget(schedule_);
+    l->addWidget(warmup_);
+    return row;
+  }());
+  form->addRow(tr("Weight decay:"), weight_decay_);
+  form->addRow(tr("Clip grad norm at:"), clip_);
+  form->addRow(tr("Steps:"), steps_);
+  form->addRow(tr("Batch × accumulation:"), [&] {
+    auto* row = new QWidget;
+    auto* l = new QHBoxLayout(row);
+    l->setContentsMargins(0, 0, 0, 0);
+    l->addWidget(batch_);
+    l->addWidget(accum_);
+    return row;
+  }());
+  form->addRow(tr("Max length:"), max_len_);
+  form->addRow(tr("Eval every (0: never):"), eval_every_);
+  form->addRow(tr("Checkpoint every:"), ckpt_every_);
+  form->addRow(tr("Seed:"), seed_);
+  form->addRow(tr("Device / base dtype:"), [&] {
+    auto* row = new QWidget;
+    auto* l = new QHBoxLayout(row);
+    l->setContentsMargins(0, 0, 0, 0);
+    l->addWidget(device_);
+    l->addWidget(dtype_);
+    return row;
+  }());
+  form->addRow(checkpointing_);
+  auto* form_box = new QWidget;
+  form_box->setLayout(form);
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(form_box);
+  scroll->setWidgetResizable(true);
+  scroll->setMinimumWidth(340);
+  connect(preset_, &QComboBox::currentIndexChanged, this,
+          [this] { apply_preset(preset_->currentData().toString()); });
+
+  start_ = new QPushButton(tr("Start"));
+  start_->setObjectName(QStringLiteral("trainStart"));
+  pause_ = new QPushButton(tr("Pause"));
+  pause_->setObjectName(QStringLiteral("trainPause"));
+  pause_->setToolTip(tr("Write a checkpoint and stop; Resume continues exactly from it"));
+  stop_ = new QPushButton(tr("Stop"));
+  stop_->setObjectName(QStringLiteral("trainStop"));
+  stop_->setToolTip(tr("End the run now; the last checkpoint stays"));
+  export_ = new QPushButton(tr("Export Config…"));
+  export_->setObjectName(QStringLiteral("trainExport"));
+  connect(start_, &QPushButton::clicked, this, &TrainPane::start);
+  connect(pause_, &QPushButton::clicked, this, &TrainPane::pause);
+  connect(stop_, &QPushButton::clicked, this, &TrainPane::stop);
+  connect(export_, &QPushButton::clicked, this, [this] {
+    QDialog d(this);
+    d.setWindowTitle(tr("The same run from the command line"));
+    auto* text = new QPlainTextEdit(config_json());
+    text->setReadOnly(true);
+    text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    auto* hint = new QLabel(tr("Save as config.json and run: forja-cli train config.json"));
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+    connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+    auto* l = new QVBoxLayout(&d);
+    l->addWidget(hint);
+    l->addWidget(text);
+    l->addWidget(buttons);
+    d.resize(560, 520);
+    d.exec();
+  });
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(start_);
+  buttons->addWidget(pause_);
+  buttons->addWidget(stop_);
+  buttons->addStretch(1);
+  buttons->addWidget(export_);
+
+  progress_ = new QProgressBar;
+  progress_->setObjectName(QStringLiteral("trainProgress"));
+  status_ = new QLabel(tr("Pick a model (Model pane) and a dataset (Data pane), then Start."));
+  status_->setObjectName(QStringLiteral("trainStatus"));
+  error_ = new ErrorBox;
+  error_->setObjectName(QStringLiteral("trainError"));
+
+  loss_plot_ = make_plot(QStringLiteral("trainLossPlot"), tr("loss"));
+  loss_plot_->graph(0)->setName(tr("train"));
+  loss_plot_->addGraph();
+  loss_plot_->graph(1)->setName(tr("eval"));
+  loss_plot_->graph(1)->setPen(QPen(series_color(1, palette()), 2));
+  loss_plot_->graph(1)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+  loss_plot_->legend->setVisible(true);
+  lr_plot_ = make_plot(QStringLiteral("trainLrPlot"), tr("learning rate"));
+  norm_plot_ = make_plot(QStringLiteral("trainNormPlot"), tr("grad norm"));
+  speed_plot_ = make_plot(QStringLiteral("trainSpeedPlot"), tr("tokens/s"));
+  speed_plot_->yAxis2->setVisible(true);
+  speed_plot_->yAxis2->setLabel(tr("GPU GiB"));
+  speed_plot_->addGraph(speed_plot_->xAxis, speed_plot_->yAxis2);
+  speed_plot_->graph(1)->setPen(QPen(series_color(3, palette()), 1.5));
+  auto* plots = new QGridLayout;
+  plots->addWidget(loss_plot_, 0, 0);
+  plots->addWidget(lr_plot_, 0, 1);
+  plots->addWidget(norm_plot_, 1, 0);
+  plots->addWidget(speed_plot_, 1, 1);
+  auto* plots_box = new QWidget;
+  plots_box->setLayout(plots);
+  log_ = new QPlainTextEdit;
+  log_->setObjectName(QStringLiteral("trainLog"));
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(5000);
+  log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  auto* right_split = new QSplitter(Qt::Vertical);
+  right_split->addWidget(plots_box);
+  right_split->addWidget(log_);
+  right_split->setStretchFactor(0, 3);
+  auto* right = new QWidget;
+  auto* right_layout = new QVBoxLayout(right);
+  right_layout->setContentsMargins(0, 0, 0, 0);
+  right_layout->addLayout(buttons);
+  right_layout->addWidget(progress_);
+  right_layout->addWidget(status_);
+  right_layout->addWidget(error_);
+  right_layout->addWidget(right_split, 1);
+  auto* split = new QSplitter;
+  split->addWidget(scroll);
+  split->addWidget(right);
+  split->setStretchFactor(1, 1);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(heading);
+  layout->addWidget(inputs_);
+  layout->addWidget(split, 1);
+
+  connect(worker_, &TrainWorker::step, this, &TrainPane::on_step);
+  connect(worker_, &TrainWorker::message, this, &TrainPane::log);
+  connect(worker_, &TrainWorker::finished, this, [this](const QJsonObject& r) {
+    const QString outcome = r.value(QStringLiteral("outcome")).toString();
+    status_->setText(outcome == QLatin1String("paused")
+                         ? tr("Paused at step %1 with a checkpoint. Resume continues from it.")
+                               .arg(r.value(QStringLiteral("steps")).toInteger())
+                         : tr("Run %1 after %2 steps. Adapter: %3")
+                               .arg(outcome)
+                               .arg(r.value(QStringLiteral("steps")).toInteger())
+                               .arg(QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString())));
+    log(tr("worker: %1").arg(outcome));
+    update_buttons();
+    Q_EMIT run_finished(r);
+  });
+  connect(worker_, &TrainWorker::died, this, [this](const QString& tail) {
+    const QString last = tail.section(QLatin1Char('\n'), -3);
+    error_->show_error(tr("The training process ended without finishing."),
+                       last.isEmpty()
+                           ? tr("It was killed or crashed. Start resumes from the last checkpoint.")
+                           : last + QStringLiteral("\n") +
+                                 tr("Fix the problem, then Start resumes from the last checkpoint."));
+    status_->setText(tr("Interrupted."));
+    update_buttons();
+    Q_EMIT run_failed(tail);
+  });
+  apply_preset(QStringLiteral("quick"));
+  set_model_dir({});
+  update_buttons();
+}
+
+QCustomPlot* TrainPane::make_plot(const QString& name, const QString& y_label) {
+  auto* plot = new QCustomPlot;
+  plot->setObjectName(name);
+  plot->setMinimumSize(220, 150);
+  plot->addGraph();
+  plot->graph(0)->setPen(QPen(series_color(0, palette()), 1.5));
+  plot->xAxis->setLabel(tr("step"));
+  plot->yAxis->setLabel(y_label);
+  style_plot(plot, palette());
+  return plot;
+}
+
+void TrainPane::apply_preset(const QString& name) {
+  // Starting points a practitioner would pick: the quick test checks the setup in seconds, balanced is the
+  // common LoRA recipe (r16, alpha 32, lr 2e-4, cosine with warmup), thorough trains longer with eval and
+  // early stopping.
+  if (name == QLatin1String("quick")) {
+    steps_->setValue(20), batch_->setValue(2), accum_->setValue(1), max_len_->setValue(512);
+    warmup_->setValue(2), eval_every_->setValue(10), ckpt_every_->setValue(10), lr_->setValue(2e-4);
+  } else if (name == QLatin1String("balanced")) {
+    steps_->setValue(500), batch_->setValue(4), accum_->setValue(4), max_len_->setValue(2048);
+    warmup_->setValue(25), eval_every_->setValue(50), ckpt_every_->setValue(50), lr_->setValue(2e-4);
+  } else if (name == QLatin1String("thorough")) {
+    steps_->setValue(3000), batch_->setValue(4), accum_->setValue(8), max_len_->setValue(4096);
+    warmup_->setValue(100), eval_every_->setValue(100), ckpt_every_->setValue(100), lr_->setValue(1e-4);
+  }
+  rank_->setValue(16);
+  alpha_->setValue(32);
+}
+
+void TrainPane::set_model_dir(const QString& dir) {
+  model_dir_ = dir;
+  if (output_dir_->text().isEmpty() || !running()) {
+    const QString base = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    output_dir_->setText(QDir(base).filePath(
+        QStringLiteral("runs/%1-%2")
+            .arg(dir.isEmpty() ? QStringLiteral("run") : QFileInfo(dir).fileName(),
+                 QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))));
+  }
+  inputs_->setText(
+      tr("Model: %1 · Dataset: %2")
+          .arg(dir.isEmpty() ? tr("none (open one in the Model pane)") : QDir::toNativeSeparators(dir),
+               dataset_.isEmpty() ? tr("none (open one in the Data pane)")
+                                  : QDir::toNativeSeparators(dataset_)));
+  update_buttons();
+}
+
+void TrainPane::set_dataset(const QString& file) {
+  dataset_ = file;
+  set_model_dir(model_dir_);
+}
+
+QString TrainPane::config_json() const {
+  forja::TrainConfig c;
+  c.model_dir = model_dir_.toStdString();
+  c.output_dir = output_dir_->text().toStdString();
+  c.train_file = dataset_.toStdString();
+  c.device = device_->currentText().toStdString();
+  c.dtype = dtype_->currentText().toStdString();
+  c.batch_size = batch_->value();
+  c.max_length = max_len_->value();
+  c.lora.rank = rank_->value();
+  c.lora.alpha = alpha_->value();
+  c.lora.dropout = dropout_->value();
+  c.optimizer.learning_rate = lr_->value();
+  c.optimizer.weight_decay = weight_decay_->value();
+  c.optimizer.max_grad_norm = clip_->value();
+  c.optimizer.warmup_steps = warmup_->value();
+  const QString s = schedule_->currentText();
+  c.optimizer.schedule = s == QLatin1String("linear")     ? forja::LrSchedule::Linear
+                         : s == QLatin1String("constant") ? forja::LrSchedule::Constant
+                                                          : forja::LrSchedule::Cosine;
+  c.max_steps = steps_->value();
+  c.grad_accum = accum_->value();
+  c.activation_checkpointing = checkpointing_->isChecked();
+  c.eval_every = eval_every_->value();
+  c.checkpoint_every = ckpt_every_->value();
+  c.seed = static_cast<uint64_t>(seed_->value());
+  return QString::fromStdString(forja::train_config_to_json(c));
+}
+
+void TrainPane::start() {
+  error_->clear();
+  if (model_dir_.isEmpty() || dataset_.isEmpty()) {
+    error_->show_error(tr("A run needs a model and a dataset."),
+                       tr("Open a model folder in the Model pane and a dataset in the Data pane."));
+    return;
+  }
+  const QString out = output_dir_->text();
+  if (!QDir().mkpath(out)) {
+    error_->show_error(tr("%1: the output folder cannot be created").arg(out), tr("Choose another folder."));
+    return;
+  }
+  const QString config_path = QDir(out).filePath(QStringLiteral("config.json"));
+  QFile f(config_path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(config_json().toUtf8()) < 0) {
+    error_->show_error(tr("%1: cannot be written").arg(config_path), f.errorString());
+    return;
+  }
+  f.close();
+  if (!worker_->start(config_path, out)) {
+    error_->show_error(worker_->error(), tr("Build forja-cli, or set FORJA_CLI to its path."));
+    return;
+  }
+  log(tr("started %1 (pid %2) in %3").arg(TrainWorker::cli_path()).arg(worker_->pid()).arg(out));
+  status_->setText(tr("Starting: loading the model and the data…"));
+  update_buttons();
+}
+
+void TrainPane::pause() {
+  worker_->request_pause();
+  status_->setText(tr("Pausing: the run writes a checkpoint, then stops…"));
+}
+
+void TrainPane::stop() {
+  worker_->kill();
+  status_->setText(tr("Stopped."));
+}
+
+bool TrainPane::running() const {
+  return worker_->running();
+}
+
+int TrainPane::plotted_steps() const {
+  return loss_plot_->graph(0)->dataCount();
+}
+
+void TrainPane::on_step(const QJsonObject& p) {
+  const double step = p.value(QStringLiteral("step")).toDouble();
+  const double total = p.value(QStringLiteral("total_steps")).toDouble();
+  add_point(loss_plot_, 0, step, p.value(QStringLiteral("loss")).toDouble());
+  if (p.contains(QStringLiteral("eval_loss")))
+    add_point(loss_plot_, 1, step, p.value(QStringLiteral("eval_loss")).toDouble());
+  add_point(lr_plot_, 0, step, p.value(QStringLiteral("lr")).toDouble());
+  add_point(norm_plot_, 0, step, p.value(QStringLiteral("grad_norm")).toDouble());
+  add_point(speed_plot_, 0, step, p.value(QStringLiteral("tokens_per_s")).toDouble());
+  add_point(speed_plot_, 1, step, p.value(QStringLiteral("gpu_reserved_gib")).toDouble());
+  progress_->setRange(0, static_cast<int>(total));
+  progress_->setValue(static_cast<int>(step));
+  status_->setText(
+      tr("Step %1 of %2 · loss %3 · %4 tokens/s · ETA %5")
+          .arg(step)
+          .arg(total)
+          .arg(p.value(QStringLiteral("loss")).toDouble(), 0, 'f', 4)
+          .arg(p.value(QStringLiteral("tokens_per_s")).toDouble(), 0, 'f', 0)
+          .arg(format_duration_ms(static_cast<int64_t>(p.value(QStringLiteral("eta_s")).toDouble() * 1000))));
+  if (p.contains(QStringLiteral("checkpoint")))
+    log(tr("checkpoint at step %1: %2").arg(step).arg(p.value(QStringLiteral("checkpoint")).toString()));
+}
+
+void TrainPane::log(const QString& line) {
+  log_->appendPlainText(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line);
+}
+
+void TrainPane::update_buttons() {
+  const bool run = running();
+  const bool ready = !model_dir_.isEmpty() && !dataset_.isEmpty();
+  start_->setEnabled(!run && ready);
+  start_->setText(QFile::exists(QDir(output_dir_->text()).filePath(QStringLiteral("progress.jsonl")))
+                      ? tr("Resume")
+                      : tr("Start"));
+  pause_->setEnabled(run);
+  stop_->setEnabled(run);
+}
+
+void TrainPane::changeEvent(QEvent* event) {
+  Pane::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange)
+    for (QCustomPlot* p : {loss_plot_, lr_plot_, norm_plot_, speed_plot_}) style_plot(p, palette());
+}
+
+}  // namespace forja::ui

@@ -1,0 +1,82 @@
+// TrainPane: the run's settings (presets plus every field of the training config), Start / Pause / Resume /
+// Stop, progress with ETA, live plots (train and eval loss, learning rate, grad norm, tokens/s, GPU memory)
+// and the log. The run itself is a separate `forja-cli train` process (TrainWorker): the window only writes
+// its config, starts it, follows its progress file and asks it to pause. "Export config" shows the equivalent
+// forja-cli file.
+#pragma once
+
+#include <QJsonObject>
+#include <QString>
+
+#include "pane.h"
+
+class QComboBox;
+class QCheckBox;
+class QCustomPlot;
+class QDoubleSpinBox;
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace forja::ui {
+
+class ErrorBox;
+class TrainWorker;
+
+class TrainPane : public Pane {
+  Q_OBJECT
+
+ public:
+  explicit TrainPane(AppContext& context, QWidget* parent = nullptr);
+
+  QString title() const override { return tr("Train"); }
+  QIcon icon() const override { return QIcon(QStringLiteral(":/icons/train.svg")); }
+
+  void set_model_dir(const QString& dir);
+  void set_dataset(const QString& file);
+  // The training config the form describes, as the JSON `forja-cli train` reads.
+  QString config_json() const;
+  void apply_preset(const QString& name);  // "quick", "balanced", "thorough"
+
+  void start();  // a new run, or a paused one continued (same output folder)
+  void pause();  // checkpoint and stop; Start/Resume continues
+  void stop();   // kill at once; the last checkpoint stays
+  bool running() const;
+  TrainWorker* worker() const { return worker_; }
+  int plotted_steps() const;
+
+ Q_SIGNALS:
+  void run_finished(const QJsonObject& result);
+  void run_failed(const QString& message);
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void on_step(const QJsonObject& p);
+  void log(const QString& line);
+  void update_buttons();
+  QCustomPlot* make_plot(const QString& name, const QString& y_label);
+
+  QString model_dir_, dataset_;
+  TrainWorker* worker_;
+  QLabel* inputs_;
+  QComboBox* preset_;
+  QLineEdit* output_dir_;
+  QSpinBox *rank_, *steps_, *batch_, *accum_, *max_len_, *warmup_, *eval_every_, *ckpt_every_, *seed_;
+  QDoubleSpinBox *alpha_, *dropout_, *lr_, *weight_decay_, *clip_;
+  QComboBox *schedule_, *device_, *dtype_;
+  QCheckBox* checkpointing_;
+  QPushButton *start_, *pause_, *stop_, *export_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  ErrorBox* error_;
+  QCustomPlot *loss_plot_, *lr_plot_, *norm_plot_, *speed_plot_;
+  QPlainTextEdit* log_;
+};
+
+}  // namespace forja::ui
