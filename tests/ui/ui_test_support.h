@@ -10,6 +10,7 @@
 #include <QAbstractButton>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QTimer>
 
 #include <cstdint>
@@ -27,6 +28,11 @@ inline void init_ui_test_environment(const char* suite) {
   QCoreApplication::setOrganizationName(QStringLiteral("forja-tests"));
   QCoreApplication::setApplicationName(QString::fromLatin1(suite));
   forja::ui::initialize(*qobject_cast<QApplication*>(QCoreApplication::instance()));
+  // Settings in a folder of this process alone: two runs of the same suite (a developer's build and a CI clone on
+  // one machine) must not clear each other's recent lists mid-test.
+  static QTemporaryDir settings_dir;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings_dir.path());
+  QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings_dir.path());
   QSettings().clear();
 }
 
