@@ -18,6 +18,7 @@
 #include "jobs/job_monitor.h"
 #include "main_window.h"
 #include "pane.h"
+#include "panes/data_pane.h"
 #include "panes/doctor_pane.h"
 #include "panes/model_pane.h"
 #include "ui_init.h"
@@ -57,6 +58,14 @@ int main(int argc, char** argv) {
   QCommandLineOption journal_opt(QStringLiteral("journal"),
                                  QStringLiteral("Run journal to show (default: a new, empty one)."),
                                  QStringLiteral("path"));
+  QCommandLineOption dataset_opt(QStringLiteral("dataset"), QStringLiteral("Dataset file for the Data pane."),
+                                 QStringLiteral("file"));
+  QCommandLineOption tokenizer_opt(
+      QStringLiteral("tokenizer"),
+      QStringLiteral("Folder whose tokenizer renders the dataset (default: the model)."),
+      QStringLiteral("dir"));
+  parser.addOption(dataset_opt);
+  parser.addOption(tokenizer_opt);
   parser.addOption(model_opt);
   parser.addOption(journal_opt);
   parser.process(app);
@@ -95,6 +104,14 @@ int main(int argc, char** argv) {
       window.open_model(QDir(parser.value(model_opt)).absolutePath());
       if (!wait_until([&] { return !window.model_pane()->loading(); }, 30000))
         std::fprintf(stderr, "warning: the model did not open within 30 s\n");
+    }
+    if (pane == window.data_pane() && parser.isSet(dataset_opt)) {
+      if (parser.isSet(tokenizer_opt))
+        window.data_pane()->set_model_dir(QDir(parser.value(tokenizer_opt)).absolutePath());
+      window.data_pane()->open(QDir(parser.value(dataset_opt)).absolutePath());
+      settle(200);
+      if (!wait_until([&] { return !window.data_pane()->loading(); }, 60000))
+        std::fprintf(stderr, "warning: the dataset was not read within 60 s\n");
     }
     if (pane == window.doctor_pane()) {
       window.show_pane(i);  // the first show starts the probe

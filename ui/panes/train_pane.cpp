@@ -341,6 +341,10 @@ void TrainPane::set_model_dir(const QString& dir) {
           .arg(dir.isEmpty() ? tr("none (open one in the Model pane)") : QDir::toNativeSeparators(dir),
                dataset_.isEmpty() ? tr("none (open one in the Data pane)")
                                   : QDir::toNativeSeparators(dataset_)));
+  if (!running())
+    status_->setText(dir.isEmpty() || dataset_.isEmpty()
+                         ? tr("Pick a model (Model pane) and a dataset (Data pane), then Start.")
+                         : tr("Ready: Start runs %n step(s) in a worker process.", nullptr, steps_->value()));
   update_buttons();
 }
 
