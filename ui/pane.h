@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QIcon>
+#include <QLabel>
 #include <QString>
 #include <QWidget>
 
@@ -33,6 +34,16 @@ class Pane : public QWidget {
   // The sidebar's label and icon.
   virtual QString title() const = 0;
   virtual QIcon icon() const = 0;
+
+  // A pane's title line: the window's font, 1.4 times as large, bold (one look for every pane).
+  static QLabel* make_heading(const QString& text) {
+    auto* heading = new QLabel(text);
+    QFont big = heading->font();
+    big.setPointSizeF(big.pointSizeF() * 1.4);
+    big.setBold(true);
+    heading->setFont(big);
+    return heading;
+  }
 
  protected:
   AppContext& context_;

@@ -56,11 +56,7 @@ QString visible(const std::string& text) {
 
 DataPane::DataPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
   setObjectName(QStringLiteral("DataPane"));
-  auto* heading = new QLabel(tr("Training data"));
-  QFont big = heading->font();
-  big.setPointSizeF(big.pointSizeF() * 1.4);
-  big.setBold(true);
-  heading->setFont(big);
+  auto* heading = make_heading(tr("Training data"));
   auto* open_button = new QPushButton(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("Open Dataset…"));
   open_button->setObjectName(QStringLiteral("openDatasetButton"));
   connect(open_button, &QPushButton::clicked, this, &DataPane::open_dialog);

@@ -36,11 +36,7 @@ QString severity_icon(forja::env::Severity s) {
 
 DoctorPane::DoctorPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
   setObjectName(QStringLiteral("DoctorPane"));
-  auto* heading = new QLabel(tr("Is this machine ready to fine-tune?"));
-  QFont big = heading->font();
-  big.setPointSizeF(big.pointSizeF() * 1.4);
-  big.setBold(true);
-  heading->setFont(big);
+  auto* heading = make_heading(tr("Is this machine ready to fine-tune?"));
   check_button_ = new QPushButton(QIcon(QStringLiteral(":/icons/refresh.svg")), tr("Check Again"));
   check_button_->setObjectName(QStringLiteral("doctorCheckButton"));
   connect(check_button_, &QPushButton::clicked, this, &DoctorPane::check);

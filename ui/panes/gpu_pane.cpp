@@ -23,11 +23,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 GpuPane::GpuPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
   setObjectName(QStringLiteral("GpuPane"));
-  auto* heading = new QLabel(tr("GPU memory and utilization, live"));
-  QFont big = heading->font();
-  big.setPointSizeF(big.pointSizeF() * 1.4);
-  big.setBold(true);
-  heading->setFont(big);
+  auto* heading = make_heading(tr("GPU memory and utilization, live"));
   interval_ = new QSpinBox;
   interval_->setObjectName(QStringLiteral("gpuInterval"));
   interval_->setRange(100, 10000);

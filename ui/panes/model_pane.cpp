@@ -44,12 +44,8 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
   setObjectName(QStringLiteral("ModelPane"));
   setAcceptDrops(true);
 
-  heading_ = new QLabel(tr("No model open"));
+  heading_ = make_heading(tr("No model open"));
   heading_->setObjectName(QStringLiteral("modelHeading"));
-  QFont big = heading_->font();
-  big.setPointSizeF(big.pointSizeF() * 1.4);
-  big.setBold(true);
-  heading_->setFont(big);
   auto* open_button =
       new QPushButton(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("Open Model Folder…"));
   open_button->setObjectName(QStringLiteral("openModelButton"));

@@ -63,11 +63,7 @@ void add_point(QCustomPlot* plot, int graph, double x, double y) {
 TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
   setObjectName(QStringLiteral("TrainPane"));
   worker_ = new TrainWorker(this);
-  auto* heading = new QLabel(tr("Fine-tune with LoRA"));
-  QFont big = heading->font();
-  big.setPointSizeF(big.pointSizeF() * 1.4);
-  big.setBold(true);
-  heading->setFont(big);
+  auto* heading = make_heading(tr("Fine-tune with LoRA"));
   inputs_ = new QLabel;
   inputs_->setObjectName(QStringLiteral("trainInputs"));
   inputs_->setWordWrap(true);
