@@ -10,6 +10,7 @@
 #include "fake_encoder.h"
 #include "forja/dataset.h"
 #include "forja/error.h"
+#include "qtest_util.h"
 
 using namespace forja;
 namespace fs = std::filesystem;
@@ -29,16 +30,7 @@ std::vector<Record> numbered_chats(size_t n) {
   return out;
 }
 
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    QFAIL("expected forja::Error");
-  } catch (const Error& e) {
-    for (const auto& p : parts)
-      QVERIFY2(e.message().find(p) != std::string::npos, (e.message() + " lacks: " + p).c_str());
-  }
-}
+using forja_test::expect_error;
 
 }  // namespace
 

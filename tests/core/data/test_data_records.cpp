@@ -7,23 +7,14 @@
 
 #include "forja/dataset.h"
 #include "forja/error.h"
+#include "qtest_util.h"
 
 using namespace forja;
 namespace fs = std::filesystem;
 
 namespace {
 
-class Files {
- public:
-  fs::path write(const std::string& name, const std::string& content) {
-    fs::path p = fs::path(dir_.path().toStdString()) / name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-
- private:
-  QTemporaryDir dir_;
-};
+using Files = forja_test::TempFiles;
 
 // Reading `content` as `name` must throw forja::Error starting with "<path>:<line>: " and containing `parts`.
 void expect_bad(const std::string& content, size_t line, std::initializer_list<std::string> parts,

@@ -15,6 +15,7 @@
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/tokenizer.h"
+#include "qtest_util.h"
 
 using namespace forja;
 using nlohmann::json;
@@ -71,17 +72,7 @@ std::vector<uint8_t> label_mask(std::vector<uint8_t> m) {
   return m;
 }
 
-class TempFile {
- public:
-  fs::path write(const std::string& name, const std::string& content) {
-    fs::path p = fs::path(dir_.path().toStdString()) / name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-
- private:
-  QTemporaryDir dir_;
-};
+using TempFile = forja_test::TempFiles;
 
 }  // namespace
 

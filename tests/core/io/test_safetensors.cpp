@@ -1,5 +1,5 @@
-// safetensors reader/writer and the sharded checkpoint: round trips, the fixtures transformers saved, and every
-// kind of broken file giving an error that names the file and the problem.
+// safetensors reader/writer and the sharded checkpoint: round trips, the fixtures transformers saved, and
+// every kind of broken file giving an error that names the file and the problem.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -9,6 +9,7 @@
 #include "forja/checkpoint.h"
 #include "forja/error.h"
 #include "forja/safetensors.h"
+#include "qtest_util.h"
 
 using namespace forja;
 using namespace forja::io;
@@ -24,17 +25,7 @@ std::string header_file(const std::string& json, const std::string& data) {
   std::memcpy(out.data(), &n, 8);  // little-endian on every supported machine
   return out + json + data;
 }
-// Runs f, which must throw forja::Error whose message contains every one of `parts`.
-template <class F>
-void expect_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    QFAIL("expected forja::Error");
-  } catch (const Error& e) {
-    for (const auto& p : parts)
-      QVERIFY2(e.message().find(p) != std::string::npos, (e.message() + " lacks: " + p).c_str());
-  }
-}
+using forja_test::expect_error;
 }  // namespace
 
 class TestSafetensors : public QObject {
@@ -45,8 +36,9 @@ class TestSafetensors : public QObject {
     const fs::path p = fs::path(dir.path().toStdString()) / "a.safetensors";
     std::vector<float> a = {1.5f, -2.f, 3.25f, 0.f, 7.f, 8.f};
     std::vector<uint16_t> b = {0x3f80, 0xc000};  // bf16 1.0, -2.0
-    write_safetensors(p, {{"w.a", DType::F32, {2, 3}, {reinterpret_cast<uint8_t*>(a.data()), 24}},
-                          {"w.b", DType::BF16, {2}, {reinterpret_cast<uint8_t*>(b.data()), 4}}},
+    write_safetensors(p,
+                      {{"w.a", DType::F32, {2, 3}, {reinterpret_cast<uint8_t*>(a.data()), 24}},
+                       {"w.b", DType::BF16, {2}, {reinterpret_cast<uint8_t*>(b.data()), 4}}},
                       {{"format", "pt"}});
     SafetensorsFile f = SafetensorsFile::open(p);
     QCOMPARE(f.tensors().size(), size_t(2));
@@ -65,17 +57,20 @@ class TestSafetensors : public QObject {
   }
 
   void readsTransformersFixtures() {
-    // Saved by transformers 5.17 save_pretrained (tests/fixtures/make_fixtures.py): Llama is sharded in 3 files.
+    // Saved by transformers 5.17 save_pretrained (tests/fixtures/make_fixtures.py): Llama is sharded in 3
+    // files.
     Checkpoint c = Checkpoint::open(fs::path(FORJA_FIXTURES_DIR) / "models/llama");
     QCOMPARE(c.files().size(), size_t(3));
     // 2 layers × 9 tensors + embed + norm + lm_head = 21 (the count transformers printed when loading it).
     QCOMPARE(c.names().size(), size_t(21));
     TensorRef r = c.at("model.layers.1.self_attn.k_proj.weight");
     QCOMPARE(r.info->shape, (std::vector<int64_t>{32, 64}));  // 2 kv heads × head_dim 16, hidden 64
-    QCOMPARE(Checkpoint::open(fs::path(FORJA_FIXTURES_DIR) / "models/llama3").at("model.norm.weight").info->dtype,
-             DType::BF16);
-    QCOMPARE(Checkpoint::open(fs::path(FORJA_FIXTURES_DIR) / "models/mistral").at("model.norm.weight").info->dtype,
-             DType::F16);
+    QCOMPARE(
+        Checkpoint::open(fs::path(FORJA_FIXTURES_DIR) / "models/llama3").at("model.norm.weight").info->dtype,
+        DType::BF16);
+    QCOMPARE(
+        Checkpoint::open(fs::path(FORJA_FIXTURES_DIR) / "models/mistral").at("model.norm.weight").info->dtype,
+        DType::F16);
   }
 
   void badFiles_data() {
@@ -94,17 +89,27 @@ class TestSafetensors : public QObject {
     QTest::newRow("truncated data") << QByteArray::fromStdString(header_file(ok_json, "1234")) << "truncated";
     QTest::newRow("not json") << QByteArray::fromStdString(header_file("{nope", "")) << "not valid JSON";
     QTest::newRow("unknown dtype") << QByteArray::fromStdString(header_file(
-        R"({"t":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", "12345678")) << "unknown dtype";
+                                          R"({"t":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})",
+                                          "12345678"))
+                                   << "unknown dtype";
     QTest::newRow("size mismatch") << QByteArray::fromStdString(header_file(
-        R"({"t":{"dtype":"F16","shape":[2],"data_offsets":[0,8]}})", "12345678")) << "needs 4";
-    QTest::newRow("overlap") << QByteArray::fromStdString(header_file(
-        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-        "12345678")) << "overlaps";
+                                          R"({"t":{"dtype":"F16","shape":[2],"data_offsets":[0,8]}})",
+                                          "12345678"))
+                                   << "needs 4";
+    QTest::newRow("overlap")
+        << QByteArray::fromStdString(header_file(
+               R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+               "12345678"))
+        << "overlaps";
     QTest::newRow("gap") << QByteArray::fromStdString(header_file(
-        R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "12345678")) << "gap";
-    QTest::newRow("trailing") << QByteArray::fromStdString(header_file(ok_json, "123456789")) << "not part of any";
+                                R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "12345678"))
+                         << "gap";
+    QTest::newRow("trailing") << QByteArray::fromStdString(header_file(ok_json, "123456789"))
+                              << "not part of any";
     QTest::newRow("bad shape") << QByteArray::fromStdString(header_file(
-        R"({"t":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", "12345678")) << "non-negative";
+                                      R"({"t":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})",
+                                      "12345678"))
+                               << "non-negative";
   }
   void badFiles() {
     QFETCH(QByteArray, bytes);
@@ -121,8 +126,9 @@ class TestSafetensors : public QObject {
     std::vector<float> a = {1, 2};
     write_safetensors(d / "model-00001-of-00002.safetensors",
                       {{"x", DType::F32, {2}, {reinterpret_cast<uint8_t*>(a.data()), 8}}});
-    write_bytes(d / "model.safetensors.index.json",
-                R"({"weight_map":{"x":"model-00001-of-00002.safetensors","y":"model-00002-of-00002.safetensors"}})");
+    write_bytes(
+        d / "model.safetensors.index.json",
+        R"({"weight_map":{"x":"model-00001-of-00002.safetensors","y":"model-00002-of-00002.safetensors"}})");
     expect_error([&] { Checkpoint::open(d); },
                  {"model.safetensors.index.json", "model-00002-of-00002.safetensors", "missing"});
   }
@@ -131,7 +137,8 @@ class TestSafetensors : public QObject {
     QTemporaryDir dir;
     const fs::path d = dir.path().toStdString();
     std::vector<float> a = {1, 2};
-    write_safetensors(d / "s1.safetensors", {{"x", DType::F32, {2}, {reinterpret_cast<uint8_t*>(a.data()), 8}}});
+    write_safetensors(d / "s1.safetensors",
+                      {{"x", DType::F32, {2}, {reinterpret_cast<uint8_t*>(a.data()), 8}}});
     write_bytes(d / "model.safetensors.index.json", R"({"weight_map":{"z":"s1.safetensors"}})");
     expect_error([&] { Checkpoint::open(d); }, {"'z'", "s1.safetensors", "not there"});
   }
