@@ -7,8 +7,10 @@
 #include <chrono>
 
 #include "causal_lm.h"
+#include "dataset_source.h"
 #include "env/torch_facts.h"
 #include "forja/error.h"
+#include "forja/model_config.h"
 #include "lora_peft.h"
 #include "run_checkpoint.h"
 #include "trainer.h"
@@ -122,8 +124,9 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
     gpu_memory(p.gpu_allocated_gib, p.gpu_reserved_gib);
 
     bool stop_early = false;
-    if (config.eval_every > 0 && !eval_data.empty() &&
-        (state.step % config.eval_every == 0 || state.step == config.max_steps)) {
+    // Periodically when asked, and always after the last step when there is eval data.
+    if (!eval_data.empty() &&
+        ((config.eval_every > 0 && state.step % config.eval_every == 0) || state.step == config.max_steps)) {
       const double e = trainer.evaluate(eval_data);
       p.eval_loss = e;
       if (!state.best_eval_loss || e < *state.best_eval_loss - config.early_stopping_min_delta) {
@@ -159,15 +162,10 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
 }
 
 TrainResult run_training_from_files(const TrainConfig& config, const RunHooks& hooks) {
-  if (config.train_file.empty())
-    throw Error("the config has no train_file", "Set \"train_file\" to a JSONL file.");
-  TokenizedJsonlSource source(read_tokenized_jsonl(config.train_file, config.max_length), config.batch_size,
-                              config.seed);
-  std::vector<Batch> eval;
-  if (!config.eval_file.empty())
-    eval =
-        batches_in_file_order(read_tokenized_jsonl(config.eval_file, config.max_length), config.batch_size);
-  return run_training(config, source, eval, hooks);
+  const ModelConfig model = parse_model_config(fs::path(config.model_dir) / "config.json");
+  TrainingData data = load_training_data(config, model.vocab_size);
+  if (hooks.on_message) hooks.on_message(data.summary);
+  return run_training(config, *data.train, data.eval, hooks);
 }
 
 }  // namespace forja::train

@@ -23,7 +23,8 @@ struct RunHooks {
 TrainResult run_training(const TrainConfig& config, BatchSource& train_data,
                          const std::vector<Batch>& eval_data, const RunHooks& hooks = {});
 
-// run_training with the data of config.train_file / eval_file (pre-tokenized JSONL).
+// run_training with the data of config.train_file / eval_file: datasets of records through the tokenizer and
+// chat template, or pre-tokenized JSONL (dataset_source.h). The data summary goes to on_message first.
 TrainResult run_training_from_files(const TrainConfig& config, const RunHooks& hooks = {});
 
 }  // namespace forja::train

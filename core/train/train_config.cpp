@@ -76,6 +76,12 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   r.get("dtype", c.dtype);
   r.get("train_file", c.train_file);
   r.get("eval_file", c.eval_file);
+  r.get("data_format", c.data_format);
+  r.get("tokenizer_dir", c.tokenizer_dir);
+  r.get("eval_fraction", c.eval_fraction);
+  r.get("packing", c.packing);
+  r.get("train_on_prompt", c.train_on_prompt);
+  r.get("on_bad_record", c.on_bad_record);
   r.get("batch_size", c.batch_size);
   r.get("max_length", c.max_length);
   r.get("max_steps", c.max_steps);
@@ -122,6 +128,13 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   if (c.output_dir.empty()) r.fail("\"output_dir\" is required");
   if (c.max_steps <= 0 || c.grad_accum <= 0 || c.batch_size <= 0 || c.max_length <= 1)
     r.fail("max_steps, grad_accum and batch_size must be positive and max_length above 1");
+  static const std::set<std::string> formats = {"auto", "tokenized", "alpaca", "chat", "sharegpt", "text"};
+  if (!formats.count(c.data_format))
+    r.fail("data_format \"" + c.data_format + "\" is not auto, tokenized, alpaca, chat, sharegpt or text");
+  if (c.on_bad_record != "stop" && c.on_bad_record != "skip")
+    r.fail("on_bad_record \"" + c.on_bad_record + "\" is not stop or skip");
+  if (!(c.eval_fraction >= 0.0 && c.eval_fraction < 1.0))
+    r.fail("eval_fraction must be in [0, 1), not " + std::to_string(c.eval_fraction));
   return c;
 }
 
@@ -132,6 +145,12 @@ std::string train_config_to_json(const TrainConfig& c) {
             {"dtype", c.dtype},
             {"train_file", c.train_file},
             {"eval_file", c.eval_file},
+            {"data_format", c.data_format},
+            {"tokenizer_dir", c.tokenizer_dir},
+            {"eval_fraction", c.eval_fraction},
+            {"packing", c.packing},
+            {"train_on_prompt", c.train_on_prompt},
+            {"on_bad_record", c.on_bad_record},
             {"batch_size", c.batch_size},
             {"max_length", c.max_length},
             {"max_steps", c.max_steps},

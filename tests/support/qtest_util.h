@@ -34,6 +34,7 @@ class TempFiles {
     std::ofstream(p, std::ios::binary) << content;
     return p;
   }
+  std::filesystem::path dir() const { return dir_.path().toStdString(); }
 
  private:
   QTemporaryDir dir_;

@@ -37,12 +37,21 @@ struct TrainConfig {
   std::string device = "auto";  // auto (cuda when visible), cpu, cuda, cuda:N
   std::string dtype = "auto";   // of the frozen base: auto (bf16 on CUDA, fp32 on CPU), fp32, bf16, fp16
 
-  // Data: a pre-tokenized JSONL file, one {"input_ids": [...], "labels": [...]} per line (labels unshifted as
-  // in transformers, -100 = no loss; when absent every token but the first is trained on).
+  // Data. train_file is a dataset in one of the shapes forja/dataset.h reads (JSONL or a JSON array of
+  // alpaca, chat, ShareGPT or text records), rendered through the model's chat template with the loss on the
+  // answers; or a pre-tokenized JSONL file, one {"input_ids": [...], "labels": [...]} per line (labels
+  // unshifted as in transformers, -100 = no loss; when absent every token but the first is trained on).
   std::string train_file;
-  std::string eval_file;   // optional, same format
-  int64_t batch_size = 4;  // rows per micro-batch
-  int64_t max_length = 1024;
+  std::string eval_file;               // optional held-out file, same shape as train_file
+  std::string data_format = "auto";    // auto (per record; "input_ids" = tokenized), tokenized, alpaca, chat,
+                                       // sharegpt, text
+  std::string tokenizer_dir;           // where tokenizer.json / tokenizer.model are; empty: model_dir
+  double eval_fraction = 0.0;          // held out of train_file when there is no eval_file, in [0, 1)
+  bool packing = false;                // several short examples per row (attention stays inside each)
+  bool train_on_prompt = false;        // loss on every token, not only the assistant's / output's
+  std::string on_bad_record = "stop";  // stop: a bad line ends the run with file:line; skip: skip and count
+  int64_t batch_size = 4;              // rows per micro-batch
+  int64_t max_length = 1024;           // tokens per example (longer ones are cut) and per packed row
 
   LoraSettings lora;
   OptimizerSettings optimizer;

@@ -1,0 +1,265 @@
+// Training from datasets of records (chat / alpaca / text) through the model's tokenizer and chat template:
+// the data path of `forja-cli train` that the window uses. The model is the tiny smollm fixture with its
+// embedding widened to the qwen2_bpe fixture tokenizer's vocabulary (random rows), so real tokenization,
+// ChatML rendering and loss masking feed a real CPU fp32 training run.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <random>
+
+#include "dataset_source.h"
+#include "forja/error.h"
+#include "forja/file_util.h"
+#include "forja/safetensors.h"
+#include "forja/train.h"
+#include "qtest_util.h"
+#include "run.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kFixtures = FORJA_FIXTURES_DIR;
+const fs::path kTokenizer = kFixtures / "tokenizers" / "qwen2_bpe";
+const fs::path kDemoData = fs::path(FORJA_SOURCE_DIR) / "resources" / "demo" / "dataset.jsonl";
+
+// smollm (64 wide, tied embeddings) with `vocab` embedding rows: the fixture's 320 rows, then random ones.
+void write_widened_model(const fs::path& dir, int64_t vocab) {
+  fs::create_directories(dir);
+  json config = json::parse(forja::read_text_file(kFixtures / "models" / "smollm" / "config.json"));
+  config["vocab_size"] = vocab;
+  forja::write_file_atomic(dir / "config.json", config.dump(2));
+  auto src = forja::io::SafetensorsFile::open(kFixtures / "models" / "smollm" / "model.safetensors");
+  std::vector<std::vector<float>> storage;
+  std::vector<forja::io::TensorToWrite> out;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (const auto& t : src.tensors()) {
+    QVERIFY(t.dtype == forja::io::DType::F32);
+    auto bytes = src.bytes(t);
+    std::vector<float> v(bytes.size() / sizeof(float));
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    std::vector<int64_t> shape = t.shape;
+    if (t.name == "model.embed_tokens.weight") {
+      const int64_t hidden = shape[1];
+      v.resize(static_cast<size_t>(vocab * hidden));
+      for (size_t i = static_cast<size_t>(shape[0] * hidden); i < v.size(); ++i) v[i] = normal(rng);
+      shape[0] = vocab;
+    }
+    storage.push_back(std::move(v));
+    const auto& s = storage.back();
+    out.push_back({t.name,
+                   forja::io::DType::F32,
+                   shape,
+                   {reinterpret_cast<const uint8_t*>(s.data()), s.size() * sizeof(float)}});
+  }
+  forja::io::write_safetensors(dir / "model.safetensors", out);
+}
+
+forja::TrainConfig base_config(const fs::path& model, const fs::path& out) {
+  forja::TrainConfig c;
+  c.model_dir = model.string();
+  c.tokenizer_dir = kTokenizer.string();
+  c.output_dir = out.string();
+  c.device = "cpu";
+  c.dtype = "fp32";
+  c.train_file = kDemoData.string();
+  c.eval_fraction = 0.1;
+  c.batch_size = 4;
+  c.max_length = 96;
+  c.max_steps = 6;
+  c.checkpoint_every = 2;
+  c.lora.rank = 4;
+  c.lora.alpha = 8;
+  c.lora.dropout = 0.1;
+  c.optimizer.learning_rate = 1e-2;
+  return c;
+}
+
+struct Trace {
+  std::vector<double> loss;
+  std::vector<int64_t> tokens;
+  std::vector<std::string> messages;
+  std::optional<double> final_eval;
+  forja::TrainResult result;
+};
+
+Trace train(const forja::TrainConfig& c, int64_t pause_after = 0) {
+  Trace t;
+  forja::train::RunHooks hooks;
+  hooks.on_message = [&](const std::string& m) { t.messages.push_back(m); };
+  hooks.on_progress = [&](const forja::TrainProgress& p) {
+    t.loss.push_back(p.loss);
+    t.tokens.push_back(p.tokens);
+    if (p.eval_loss) t.final_eval = p.eval_loss;
+    return p.step == pause_after ? forja::TrainControl::Pause : forja::TrainControl::Continue;
+  };
+  t.result = forja::train::run_training_from_files(c, hooks);
+  return t;
+}
+
+}  // namespace
+
+class TestTrainDataset : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  fs::path model_;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    model_ = fs::path(tmp_.path().toStdString()) / "model";
+    write_widened_model(model_, 1605);
+  }
+
+  void trimPaddingCutsUnusedColumns() {
+    forja::Batch b;
+    b.rows = 2;
+    b.seq_len = 20;
+    b.input_ids.assign(40, 0);
+    b.labels.assign(40, forja::kIgnoreIndex);
+    b.position_ids.assign(40, 0);
+    b.segment_ids.assign(40, 0);
+    for (int t = 0; t < 3; ++t) b.segment_ids[t] = 1, b.input_ids[t] = 10 + t;
+    for (int t = 0; t < 11; ++t)
+      b.segment_ids[20 + t] = 1, b.input_ids[20 + t] = 30 + t, b.position_ids[20 + t] = t;
+    b.labels[20 + 9] = 40;
+    const forja::Batch c = forja::train::trim_padding(b);
+    QCOMPARE(c.seq_len, 16);  // 11 used, rounded up to 8s
+    QCOMPARE(c.input_ids.size(), size_t(32));
+    QCOMPARE(c.input_ids[2], 12);
+    QCOMPARE(c.input_ids[16 + 10], 40);
+    QCOMPARE(c.labels[16 + 9], 40);
+    QCOMPARE(c.position_ids[16 + 10], 10);
+    QCOMPARE(c.segment_ids[16 + 11], 0);
+    // A batch that fills its rows is left alone.
+    b.segment_ids[39] = 1;
+    QCOMPARE(forja::train::trim_padding(b).seq_len, 20);
+  }
+
+  void tellsPreTokenizedFromRecords() {
+    forja_test::TempFiles files;
+    QVERIFY(
+        forja::train::looks_pre_tokenized(files.write("a.jsonl", "\n{\"input_ids\": [1, 2]}\n").string()));
+    QVERIFY(!forja::train::looks_pre_tokenized(files.write("b.jsonl", "{\"text\": \"hi\"}\n").string()));
+    QVERIFY(!forja::train::looks_pre_tokenized(files.write("c.json", "[{\"text\": \"hi\"}]").string()));
+    forja_test::expect_error(
+        [&] { forja::train::looks_pre_tokenized((files.dir() / "missing.jsonl").string()); },
+        {"missing.jsonl", "cannot open"});
+  }
+
+  void trainsOnChatRecordsAndResumesExactly() {
+    const fs::path root = tmp_.path().toStdString();
+    Trace full = train(base_config(model_, root / "full"));
+    QCOMPARE(full.loss.size(), size_t(6));
+    QCOMPARE(full.result.outcome, forja::TrainOutcome::Finished);
+    QVERIFY(fs::exists(fs::path(full.result.adapter_dir) / "adapter_model.safetensors"));
+    // The summary says what was read: 80 chat records, 8 held out for eval.
+    QVERIFY(!full.messages.empty());
+    QVERIFY2(full.messages.front().find("72 train examples") != std::string::npos,
+             full.messages.front().c_str());
+    QVERIFY(full.messages.front().find("8 eval examples") != std::string::npos);
+    QVERIFY(full.final_eval.has_value());  // evaluated after the last step
+    for (double l : full.loss) QVERIFY(std::isfinite(l) && l > 0);
+    QVERIFY2(full.loss.back() < full.loss.front(), "the loss did not go down in 6 steps at lr 1e-2");
+
+    // Pause after step 3 (checkpoint holds the data cursor), resume to the end: the same losses, bit for bit.
+    const auto c = base_config(model_, root / "paused");
+    Trace first = train(c, 3);
+    QCOMPARE(first.result.outcome, forja::TrainOutcome::Paused);
+    Trace rest = train(c);
+    QCOMPARE(rest.result.resumed_from_step, int64_t(3));
+    std::vector<double> joined = first.loss;
+    joined.insert(joined.end(), rest.loss.begin(), rest.loss.end());
+    QCOMPARE(joined.size(), full.loss.size());
+    for (size_t i = 0; i < joined.size(); ++i) QCOMPARE(joined[i], full.loss[i]);
+  }
+
+  void packingPutsSeveralExamplesInARow() {
+    // Short alpaca records (about 20 tokens each in ChatML) in rows of 96: packing fills each row with
+    // several.
+    forja_test::TempFiles files;
+    std::string lines;
+    for (int i = 0; i < 40; ++i)
+      lines += "{\"instruction\": \"Count to " + std::to_string(i) + "\", \"output\": \"" +
+               std::to_string(i) + "\"}\n";
+    auto c = base_config(model_, files.dir() / "plain");
+    c.train_file = files.write("short.jsonl", lines).string();
+    c.max_steps = 2;
+    c.eval_fraction = 0;
+    Trace plain = train(c);
+    c.output_dir = (files.dir() / "packed").string();
+    c.packing = true;
+    Trace packed = train(c);
+    QCOMPARE(packed.loss.size(), size_t(2));
+    for (double l : packed.loss) QVERIFY(std::isfinite(l) && l > 0);
+    // Same rows per step, several examples in each: at least three times the tokens.
+    QVERIFY2(packed.tokens[0] > 3 * plain.tokens[0],
+             (std::to_string(packed.tokens[0]) + " vs " + std::to_string(plain.tokens[0])).c_str());
+  }
+
+  void badRecordsStopOrAreSkipped() {
+    forja_test::TempFiles files;
+    const std::string good = R"({"instruction": "Say hi", "output": "hi"})";
+    const fs::path data =
+        files.write("bad.jsonl", good + "\n" + good + "\n{\"instruction\": 3}\n" + good + "\n");
+    auto c = base_config(model_, files.dir() / "out");
+    c.train_file = data.string();
+    c.eval_fraction = 0;
+    c.max_steps = 1;
+    forja_test::expect_error([&] { train(c); }, {"bad.jsonl:3"});
+    c.on_bad_record = "skip";
+    Trace t = train(c);
+    QCOMPARE(t.loss.size(), size_t(1));
+    QVERIFY2(t.messages.front().find("1 bad records skipped (first: ") != std::string::npos,
+             t.messages.front().c_str());
+    QVERIFY(t.messages.front().find("bad.jsonl:3") != std::string::npos);
+  }
+
+  void aTokenizerBiggerThanTheModelIsRefused() {
+    forja_test::TempFiles files;
+    auto c = base_config(kFixtures / "models" / "smollm", files.dir() / "out");  // 320 rows, 1605 tokens
+    forja_test::expect_error([&] { train(c); }, {"qwen2_bpe", "1605", "320"});
+    // Pre-tokenized ids beyond the vocabulary are named with file:line too.
+    c.train_file =
+        files.write("ids.jsonl", "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": [1, 999]}\n").string();
+    c.eval_fraction = 0;
+    forja_test::expect_error([&] { train(c); }, {"ids.jsonl:2", "999", "320"});
+  }
+
+  void configKeysForData() {
+    forja::TrainConfig c;
+    c.model_dir = "m";
+    c.output_dir = "o";
+    c.data_format = "chat";
+    c.packing = true;
+    c.eval_fraction = 0.25;
+    c.on_bad_record = "skip";
+    c.tokenizer_dir = "t";
+    const auto back = forja::train_config_from_json(forja::train_config_to_json(c), "c.json");
+    QCOMPARE(back.data_format, std::string("chat"));
+    QVERIFY(back.packing);
+    QCOMPARE(back.eval_fraction, 0.25);
+    QCOMPARE(back.on_bad_record, std::string("skip"));
+    QCOMPARE(back.tokenizer_dir, std::string("t"));
+    forja_test::expect_error(
+        [] {
+          forja::train_config_from_json(R"({"model_dir":"m","output_dir":"o","data_format":"csv"})",
+                                        "x.json");
+        },
+        {"x.json", "data_format", "csv"});
+    forja_test::expect_error(
+        [] {
+          forja::train_config_from_json(R"({"model_dir":"m","output_dir":"o","eval_fraction":1.5})",
+                                        "x.json");
+        },
+        {"x.json", "eval_fraction"});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrainDataset)
+#include "test_train_dataset.moc"
