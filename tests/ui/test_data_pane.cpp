@@ -83,6 +83,13 @@ void TestDataPane::demoDatasetWithTokenizer() {
   QCOMPARE(s.train.examples + s.eval.examples, size_t(80));
   QCOMPARE(s.eval.examples, size_t(8));
   QVERIFY(s.train.trained_tokens > 0 && s.train.trained_tokens < s.train.tokens);
+  // The signal carries how the pane read the file, as training config keys.
+  const QJsonObject settings = ready.at(0).at(1).toJsonObject();
+  QCOMPARE(settings.value(QStringLiteral("data_format")).toString(), QStringLiteral("auto"));
+  QCOMPARE(settings.value(QStringLiteral("max_length")).toInt(), 2048);
+  QCOMPARE(settings.value(QStringLiteral("eval_fraction")).toDouble(), 0.1);
+  QCOMPARE(settings.value(QStringLiteral("on_bad_record")).toString(), QStringLiteral("skip"));
+  QCOMPARE(settings.value(QStringLiteral("train_on_prompt")).toBool(), false);
   const QString summary = pane_->findChild<QLabel*>(QStringLiteral("datasetSummary"))->text();
   QVERIFY2(summary.contains(QStringLiteral("80 records")), qPrintable(summary));
   // The histogram holds one bar per bin, counting every train example.

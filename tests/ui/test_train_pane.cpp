@@ -1,6 +1,7 @@
 // Tests of the Train pane with a real worker process: forja-cli train runs a few LoRA steps on the CPU on a
 // fixture model, the plots receive every step, the adapter appears; a SIGKILLed worker shows as interrupted
 // and Resume continues from its last checkpoint; a worker that cannot run says why.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
@@ -58,6 +59,7 @@ class TestTrainPane : public QObject {
   void trainsAndPlotsEveryStep();
   void killedWorkerIsInterruptedThenResumes();
   void missingWorkerSaysWhy();
+  void dataSettingsGoIntoTheConfig();
 
  private:
   void configure(int steps, int checkpoint_every);
@@ -111,6 +113,26 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QVERIFY2(QFile::exists(adapter + QStringLiteral("/adapter_model.safetensors")), qPrintable(adapter));
   QVERIFY(QFile::exists(adapter + QStringLiteral("/adapter_config.json")));
   QVERIFY(!pane_->running());
+}
+
+void TestTrainPane::dataSettingsGoIntoTheConfig() {
+  pane_->set_model_dir(kModel);
+  pane_->set_dataset(QStringLiteral("/data/chats.jsonl"),
+                     QJsonObject{{QStringLiteral("data_format"), QStringLiteral("sharegpt")},
+                                 {QStringLiteral("max_length"), 384},
+                                 {QStringLiteral("eval_fraction"), 0.2},
+                                 {QStringLiteral("on_bad_record"), QStringLiteral("skip")},
+                                 {QStringLiteral("train_on_prompt"), true}});
+  pane_->findChild<QCheckBox*>(QStringLiteral("trainPacking"))->setChecked(true);
+  const QJsonObject cfg = QJsonDocument::fromJson(pane_->config_json().toUtf8()).object();
+  QCOMPARE(cfg.value(QStringLiteral("train_file")).toString(), QStringLiteral("/data/chats.jsonl"));
+  QCOMPARE(cfg.value(QStringLiteral("data_format")).toString(), QStringLiteral("sharegpt"));
+  QCOMPARE(cfg.value(QStringLiteral("max_length")).toInt(), 384);
+  QCOMPARE(pane_->findChild<QSpinBox*>(QStringLiteral("trainMaxLength"))->value(), 384);
+  QCOMPARE(cfg.value(QStringLiteral("eval_fraction")).toDouble(), 0.2);
+  QCOMPARE(cfg.value(QStringLiteral("on_bad_record")).toString(), QStringLiteral("skip"));
+  QVERIFY(cfg.value(QStringLiteral("train_on_prompt")).toBool());
+  QVERIFY(cfg.value(QStringLiteral("packing")).toBool());
 }
 
 void TestTrainPane::killedWorkerIsInterruptedThenResumes() {

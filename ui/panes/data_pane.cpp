@@ -261,7 +261,13 @@ void DataPane::show_preview(std::shared_ptr<const DataPreview> p) {
   summary_->setText(html);
   problems_->setVisible(problems_->topLevelItemCount() > 0);
   update_histogram();
-  Q_EMIT dataset_ready(dataset_);
+  Q_EMIT dataset_ready(dataset_,
+                       QJsonObject{{QStringLiteral("data_format"), format_->currentText()},
+                                   {QStringLiteral("max_length"), max_length_->value()},
+                                   {QStringLiteral("eval_fraction"), eval_fraction_->value()},
+                                   {QStringLiteral("on_bad_record"),
+                                    skip_bad_->isChecked() ? QStringLiteral("skip") : QStringLiteral("stop")},
+                                   {QStringLiteral("train_on_prompt"), train_on_prompt_->isChecked()}});
 }
 
 void DataPane::show_example(int index) {

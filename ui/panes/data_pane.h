@@ -3,6 +3,8 @@
 // through the model's chat template with the tokens that carry loss highlighted, token by token.
 #pragma once
 
+#include <QJsonObject>
+
 #include <QString>
 
 #include <memory>
@@ -45,7 +47,9 @@ class DataPane : public Pane {
   void show_example(int index);
 
  Q_SIGNALS:
-  void dataset_ready(const QString& file);
+  // The file and how to read it, as training config keys (data_format, max_length, eval_fraction,
+  // on_bad_record, train_on_prompt): the Train pane runs with what the Data pane showed.
+  void dataset_ready(const QString& file, const QJsonObject& settings);
   void dataset_failed(const QString& message, const QString& hint);
 
  protected:

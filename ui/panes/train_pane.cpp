@@ -97,6 +97,7 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   dtype_->addItems(
       {QStringLiteral("auto"), QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")});
   checkpointing_ = new QCheckBox(tr("Activation checkpointing (less memory, ~30% slower)"));
+  packing_ = new QCheckBox(tr("Pack short examples into full rows (faster on short data)"));
   const QList<std::pair<QWidget*, const char*>> named = {{rank_, "trainRank"},
                                                          {alpha_, "trainAlpha"},
                                                          {dropout_, "trainDropout"},
@@ -114,7 +115,8 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
                                                          {seed_, "trainSeed"},
                                                          {device_, "trainDevice"},
                                                          {dtype_, "trainDtype"},
-                                                         {checkpointing_, "trainCheckpointing"}};
+                                                         {checkpointing_, "trainCheckpointing"},
+                                                         {packing_, "trainPacking"}};
   for (const auto& [w, name] : named) w->setObjectName(QString::fromLatin1(name));
 
   auto* form = new QFormLayout;
@@ -162,6 +164,7 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
     return row;
   }());
   form->addRow(checkpointing_);
+  form->addRow(packing_);
   auto* form_box = new QWidget;
   form_box->setLayout(form);
   auto* scroll = new QScrollArea;
@@ -344,8 +347,11 @@ void TrainPane::set_model_dir(const QString& dir) {
   update_buttons();
 }
 
-void TrainPane::set_dataset(const QString& file) {
+void TrainPane::set_dataset(const QString& file, const QJsonObject& data_settings) {
   dataset_ = file;
+  data_settings_ = data_settings;
+  if (data_settings.contains(QStringLiteral("max_length")) && !running())
+    max_len_->setValue(data_settings.value(QStringLiteral("max_length")).toInt());
   set_model_dir(model_dir_);
 }
 
@@ -354,6 +360,15 @@ QString TrainPane::config_json() const {
   c.model_dir = model_dir_.toStdString();
   c.output_dir = output_dir_->text().toStdString();
   c.train_file = dataset_.toStdString();
+  const auto text = [&](const char* key, const std::string& fallback) {
+    const QJsonValue v = data_settings_.value(QLatin1String(key));
+    return v.isString() ? v.toString().toStdString() : fallback;
+  };
+  c.data_format = text("data_format", c.data_format);
+  c.on_bad_record = text("on_bad_record", c.on_bad_record);
+  c.eval_fraction = data_settings_.value(QStringLiteral("eval_fraction")).toDouble(c.eval_fraction);
+  c.train_on_prompt = data_settings_.value(QStringLiteral("train_on_prompt")).toBool(c.train_on_prompt);
+  c.packing = packing_->isChecked();
   c.device = device_->currentText().toStdString();
   c.dtype = dtype_->currentText().toStdString();
   c.batch_size = batch_->value();

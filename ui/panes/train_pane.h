@@ -37,7 +37,8 @@ class TrainPane : public Pane {
   QIcon icon() const override { return QIcon(QStringLiteral(":/icons/train.svg")); }
 
   void set_model_dir(const QString& dir);
-  void set_dataset(const QString& file);
+  // The dataset and how the Data pane read it (see DataPane::dataset_ready); max_length also sets the form's.
+  void set_dataset(const QString& file, const QJsonObject& data_settings = {});
   // The training config the form describes, as the JSON `forja-cli train` reads.
   QString config_json() const;
   void apply_preset(const QString& name);  // "quick", "balanced", "thorough"
@@ -63,6 +64,7 @@ class TrainPane : public Pane {
   QCustomPlot* make_plot(const QString& name, const QString& y_label);
 
   QString model_dir_, dataset_;
+  QJsonObject data_settings_;
   TrainWorker* worker_;
   QLabel* inputs_;
   QComboBox* preset_;
@@ -70,7 +72,7 @@ class TrainPane : public Pane {
   QSpinBox *rank_, *steps_, *batch_, *accum_, *max_len_, *warmup_, *eval_every_, *ckpt_every_, *seed_;
   QDoubleSpinBox *alpha_, *dropout_, *lr_, *weight_decay_, *clip_;
   QComboBox *schedule_, *device_, *dtype_;
-  QCheckBox* checkpointing_;
+  QCheckBox *checkpointing_, *packing_;
   QPushButton *start_, *pause_, *stop_, *export_;
   QProgressBar* progress_;
   QLabel* status_;
