@@ -117,7 +117,8 @@ TrainingData load_training_data(const TrainConfig& config, int64_t vocab_size) {
     for (size_t i = 0; i < train.size(); ++i)
       check_ids(train[i].ids, config.train_file + ":" + std::to_string(i + 1));
     const size_t n = train.size();
-    out.train = std::make_unique<TokenizedJsonlSource>(std::move(train), config.batch_size, config.seed);
+    out.train = std::make_unique<TokenizedJsonlSource>(std::move(train), config.batch_size, config.seed,
+                                                       config.shuffle);
     if (!config.eval_file.empty())
       out.eval =
           batches_in_file_order(read_tokenized_jsonl(config.eval_file, config.max_length), config.batch_size);
@@ -167,6 +168,7 @@ TrainingData load_training_data(const TrainConfig& config, int64_t vocab_size) {
   bo.rows = config.batch_size;
   bo.seq_len = config.max_length;
   bo.packing = config.packing;
+  bo.shuffle = config.shuffle;
   bo.seed = config.seed;
   bo.pad_id = default_pad_id(tokenizer);
   // Fixed row count keeps the memory peak steady; the columns are trimmed to what the rows use.

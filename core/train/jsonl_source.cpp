@@ -69,8 +69,8 @@ Batch make_padded_batch(const std::vector<const TokenizedExample*>& rows) {
 }
 
 TokenizedJsonlSource::TokenizedJsonlSource(std::vector<TokenizedExample> examples, int64_t batch_size,
-                                           uint64_t seed)
-    : examples_(std::move(examples)), batch_size_(batch_size), seed_(seed) {
+                                           uint64_t seed, bool shuffle)
+    : examples_(std::move(examples)), batch_size_(batch_size), seed_(seed), shuffle_(shuffle) {
   if (examples_.empty()) throw Error("the training data holds no examples");
   shuffle_epoch();
 }
@@ -80,6 +80,7 @@ void TokenizedJsonlSource::shuffle_epoch() {
   // not): the same seed gives the same order with every standard library.
   order_.resize(examples_.size());
   for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  if (!shuffle_) return;
   std::mt19937_64 rng(seed_ + static_cast<uint64_t>(epoch_) * 0x9E3779B97F4A7C15ull);
   for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng() % i]);
 }

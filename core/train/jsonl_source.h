@@ -34,7 +34,9 @@ Batch make_padded_batch(const std::vector<const TokenizedExample*>& rows);
 
 class TokenizedJsonlSource final : public BatchSource {
  public:
-  TokenizedJsonlSource(std::vector<TokenizedExample> examples, int64_t batch_size, uint64_t seed);
+  // shuffle = false: file order every epoch.
+  TokenizedJsonlSource(std::vector<TokenizedExample> examples, int64_t batch_size, uint64_t seed,
+                       bool shuffle = true);
   Batch next() override;
   std::string cursor() const override;
   void seek(const std::string& cursor) override;
@@ -45,6 +47,7 @@ class TokenizedJsonlSource final : public BatchSource {
   std::vector<TokenizedExample> examples_;
   int64_t batch_size_;
   uint64_t seed_;
+  bool shuffle_;
   int64_t epoch_ = 0;
   size_t index_ = 0;  // next position in order_
   std::vector<size_t> order_;

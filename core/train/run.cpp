@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <set>
 
 #include "causal_lm.h"
 #include "dataset_source.h"
@@ -62,6 +63,17 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
   lo.target_modules = config.lora.target_modules;
   lo.seed = config.seed;
   auto adapters = LoraAdapters::attach(*model, lo);
+  if (!config.init_adapter.empty()) {
+    const LoraOptions given = read_peft_config(config.init_adapter);
+    if (given.rank != lo.rank || given.alpha != lo.alpha ||
+        std::set<std::string>(given.target_modules.begin(), given.target_modules.end()) !=
+            std::set<std::string>(lo.target_modules.begin(), lo.target_modules.end()))
+      throw_file_error(config.init_adapter,
+                       "has LoRA rank " + std::to_string(given.rank) + ", alpha " +
+                           std::to_string(given.alpha) + " or target modules other than the config's",
+                       "Set lora.rank, lora.alpha and lora.target_modules as the adapter has them.");
+    load_peft_weights(*adapters, config.init_adapter);  // a resumed run then loads its checkpoint over it
+  }
   Trainer trainer(*model, *adapters, config.optimizer, config.max_steps, config.activation_checkpointing);
 
   const fs::path out = config.output_dir;

@@ -82,6 +82,8 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   r.get("packing", c.packing);
   r.get("train_on_prompt", c.train_on_prompt);
   r.get("on_bad_record", c.on_bad_record);
+  r.get("shuffle", c.shuffle);
+  r.get("init_adapter", c.init_adapter);
   r.get("batch_size", c.batch_size);
   r.get("max_length", c.max_length);
   r.get("max_steps", c.max_steps);
@@ -151,6 +153,8 @@ std::string train_config_to_json(const TrainConfig& c) {
             {"packing", c.packing},
             {"train_on_prompt", c.train_on_prompt},
             {"on_bad_record", c.on_bad_record},
+            {"shuffle", c.shuffle},
+            {"init_adapter", c.init_adapter},
             {"batch_size", c.batch_size},
             {"max_length", c.max_length},
             {"max_steps", c.max_steps},

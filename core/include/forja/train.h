@@ -49,11 +49,15 @@ struct TrainConfig {
   double eval_fraction = 0.0;          // held out of train_file when there is no eval_file, in [0, 1)
   bool packing = false;                // several short examples per row (attention stays inside each)
   bool train_on_prompt = false;        // loss on every token, not only the assistant's / output's
+  bool shuffle = true;                 // a new order every epoch (by seed); false: file order
   std::string on_bad_record = "stop";  // stop: a bad line ends the run with file:line; skip: skip and count
   int64_t batch_size = 4;              // rows per micro-batch
   int64_t max_length = 1024;           // tokens per example (longer ones are cut) and per packed row
 
   LoraSettings lora;
+  // A PEFT adapter folder to start from instead of PEFT's random init (same rank, alpha and targets):
+  // continue an earlier fine-tune, or start two trainers from the same weights.
+  std::string init_adapter;
   OptimizerSettings optimizer;
   int64_t max_steps = 100;  // optimizer steps
   int64_t grad_accum = 1;   // micro-batches per optimizer step

@@ -231,6 +231,50 @@ class TestTrainDataset : public QObject {
     forja_test::expect_error([&] { train(c); }, {"ids.jsonl:2", "999", "320"});
   }
 
+  void startsFromAGivenAdapter() {
+    forja_test::TempFiles files;
+    auto c = base_config(model_, files.dir() / "a");
+    c.max_steps = 2;
+    c.eval_fraction = 0;
+    Trace a = train(c);
+    // From A's adapter at learning rate 0: the adapter written is A's, tensor for tensor.
+    c.output_dir = (files.dir() / "b").string();
+    c.init_adapter = a.result.adapter_dir;
+    c.max_steps = 1;
+    c.optimizer.learning_rate = 0;
+    c.optimizer.warmup_steps = 0;
+    Trace b = train(c);
+    auto fa = forja::io::SafetensorsFile::open(fs::path(a.result.adapter_dir) / "adapter_model.safetensors");
+    auto fb = forja::io::SafetensorsFile::open(fs::path(b.result.adapter_dir) / "adapter_model.safetensors");
+    QCOMPARE(fa.tensors().size(), fb.tensors().size());
+    QVERIFY(fa.tensors().size() > 0);
+    for (const auto& t : fa.tensors()) {
+      const auto x = fa.bytes(t), y = fb.bytes(fb.at(t.name));
+      QVERIFY2(x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size()) == 0, t.name.c_str());
+    }
+    // Loss of B's first step = what A's adapter gives, not a fresh init's (which has B = 0: the base's loss).
+    QVERIFY(b.loss[0] != a.loss[0]);
+    c.output_dir = (files.dir() / "c").string();
+    c.lora.rank = 8;
+    forja_test::expect_error([&] { train(c); }, {"adapter", "rank 4"});
+  }
+
+  void fileOrderWhenNotShuffled() {
+    std::vector<forja::train::TokenizedExample> ex;
+    for (int i = 0; i < 5; ++i) ex.push_back({{1, 10 + i}, {1, 10 + i}});
+    forja::train::TokenizedJsonlSource in_order(ex, 2, 42, false), shuffled(ex, 2, 42, true);
+    std::vector<int> seen, seen_shuffled;
+    for (int k = 0; k < 5; ++k) {
+      const forja::Batch b = in_order.next(), s2 = shuffled.next();
+      for (int64_t r = 0; r < b.rows; ++r)
+        seen.push_back(b.input_ids[static_cast<size_t>(r * b.seq_len + 1)]);
+      for (int64_t r = 0; r < s2.rows; ++r)
+        seen_shuffled.push_back(s2.input_ids[static_cast<size_t>(r * s2.seq_len + 1)]);
+    }
+    QCOMPARE(seen, (std::vector<int>{10, 11, 12, 13, 14, 10, 11, 12, 13, 14}));
+    QVERIFY(seen_shuffled != seen);
+  }
+
   void configKeysForData() {
     forja::TrainConfig c;
     c.model_dir = "m";
