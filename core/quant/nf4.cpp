@@ -55,10 +55,13 @@ float nf4_max_half_gap() {
 }
 
 uint8_t nf4_encode(float x) {
-  // The code is the number of midpoints strictly below x: a binary search over the 15 sorted midpoints.
+  // The code is the number of midpoints strictly below x: a binary search over the 15 sorted midpoints,
+  // without branches (weights are random, so a branch would be mispredicted half the time).
   unsigned idx = 0;
-  for (unsigned step = 8; step > 0; step /= 2)
-    if (x > kMidpoints[idx + step - 1]) idx += step;
+  idx += static_cast<unsigned>(x > kMidpoints[idx + 7]) * 8;
+  idx += static_cast<unsigned>(x > kMidpoints[idx + 3]) * 4;
+  idx += static_cast<unsigned>(x > kMidpoints[idx + 1]) * 2;
+  idx += static_cast<unsigned>(x > kMidpoints[idx]);
   return static_cast<uint8_t>(idx);
 }
 

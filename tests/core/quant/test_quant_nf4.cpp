@@ -65,10 +65,25 @@ class TestQuantNf4 : public QObject {
     QCOMPARE(kNf4Codes[kNf4ZeroCode], 0.0f);
     QCOMPARE(kNf4Codes[15], 1.0f);
     for (int i = 0; i + 1 < 16; ++i) QVERIFY(kNf4Codes[i] < kNf4Codes[i + 1]);
-    // Spot values, as printed in bitsandbytes' table (its fp32 literals).
-    QCOMPARE(kNf4Codes[1], -0.6961928009986877f);
-    QCOMPARE(kNf4Codes[8], 0.07958029955625534f);
-    QCOMPARE(kNf4Codes[14], 0.7229568362236023f);
+    // Every value exactly as printed in bitsandbytes' table (csrc/kernels.cu, fp32 literals), in order.
+    const float printed[16] = {-1.0f,
+                               -0.6961928009986877f,
+                               -0.5250730514526367f,
+                               -0.39491748809814453f,
+                               -0.28444138169288635f,
+                               -0.18477343022823334f,
+                               -0.09105003625154495f,
+                               0.0f,
+                               0.07958029955625534f,
+                               0.16093020141124725f,
+                               0.24611230194568634f,
+                               0.33791524171829224f,
+                               0.44070982933044434f,
+                               0.5626170039176941f,
+                               0.7229568362236023f,
+                               1.0f};
+    for (int i = 0; i < 16; ++i)
+      QCOMPARE(std::bit_cast<uint32_t>(kNf4Codes[i]), std::bit_cast<uint32_t>(printed[i]));
     // The largest gap is the first one, between -1 and -0.6961928.
     QCOMPARE(nf4_max_half_gap(), (kNf4Codes[1] - kNf4Codes[0]) / 2.0f);
   }
