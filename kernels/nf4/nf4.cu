@@ -1,9 +1,10 @@
 // NF4 kernels on CUDA: dequantize to bf16, and the fused dequantize-GEMV of batch-1 decode. The format and
 // the maths are in forja_kernels/nf4.h; reference.cpp is the same computation on the CPU.
 //
-// Both kernels are memory-bound: the GEMV streams 0.5 byte of codes per weight (plus 4 bytes of absmax per
-// block) and reads them exactly once, so its speed is the 4-bit weight bytes over HBM bandwidth. Dequantize
-// reads 0.5 byte and writes 2 bytes per weight.
+// Both kernels are meant to be memory-bound: the GEMV streams 0.5 byte of codes per weight (plus 4 bytes of
+// absmax per block) and reads them exactly once, so the bound it aims for is those bytes over HBM bandwidth
+// (x, re-read by every row, comes from L1/L2). Dequantize reads 0.5 byte and writes 2 bytes per weight.
+// tests/gpu/quant prints the GEMV's achieved GB/s on Llama-sized layers.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -59,10 +60,9 @@ __device__ __forceinline__ uint32_t bf16_bits(float v) {
   return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
 }
 
-// ---- Dequantize
-// ------------------------------------------------------------------------------------------------- Vector
-// part: each thread turns 4 code bytes (8 elements, one 32-bit load) into 8 bf16 (one 16-byte store), so a
-// warp's loads and stores are both contiguous. It needs block_size % 8 == 0 (a group never straddles two
+// ---- Dequantize ---------------------------------------------------------------------------------------
+// Vector part: each thread turns 4 code bytes (8 elements, one 32-bit load) into 8 bf16 (one 16-byte store),
+// so a warp's loads and stores are both contiguous. It needs block_size % 8 == 0 (a group never straddles two
 // blocks), 4-byte aligned codes and 16-byte aligned out. The scalar part covers the rest (elements from
 // `scalar_from` on), one element per thread.
 __global__ void __launch_bounds__(256)
@@ -98,8 +98,7 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-// ---- Fused dequantize-GEMV
-// --------------------------------------------------------------------------------------
+// ---- Fused dequantize-GEMV -----------------------------------------------------------------------------
 constexpr int kGemvWarps = 4;   // rows per thread block, one warp each
 constexpr int kGemvUnroll = 4;  // 16-byte weight loads each lane keeps in flight
 

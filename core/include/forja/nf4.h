@@ -2,26 +2,25 @@
 //
 // The format, which kernels/nf4 (the CUDA dequantize and GEMV) reads unchanged:
 //  - A tensor is quantized as its flat row-major sequence of n elements, in blocks of `block_size`
-//  consecutive
-//    elements (64 by default; the last block may be partial). Each block keeps absmax = max |w| in fp32.
+//    consecutive elements (64 by default; the last block may be partial), each with absmax = max |w| (fp32).
 //  - An element becomes the index (0..15) of the NormalFloat code nearest to w / absmax (kNf4Codes, the
-//    paper's table, the one bitsandbytes uses). Ties between two codes go to the lower one. A block whose
-//    absmax is 0 holds code 7 (0.0) everywhere.
-//  - Two codes per byte: element 2k is the HIGH nibble of byte k and element 2k+1 the low nibble (as
+//    paper's table, the one bitsandbytes uses). A value exactly on the fp32 midpoint of two codes gets the
+//    lower one. A block whose absmax is 0 holds code 7 (0.0) everywhere.
+//  - Two codes per byte: element 2k is the HIGH nibble of byte k and element 2k+1 the low nibble (as in
 //    bitsandbytes). With n odd, the low nibble of the last byte is 0 and means nothing.
-//  - Dequantized: w' = kNf4Codes[code] * absmax, one fp32 multiply; to bf16 by rounding that fp32 to nearest
-//  even.
+//  - Dequantized: w' = kNf4Codes[code] * absmax, one fp32 multiply; in bf16, that fp32 rounded to nearest
+//    even.
 //
 // Double quantization (optional): the absmax values themselves are stored in 8 bits.
 //   offset  = mean of all the tensor's absmax values (fp32; summed in double),
 //   c_b     = absmax_b - offset (fp32),
-//   for each group of `dq_block_size` (256) consecutive blocks: scale_g = max |c_b| / 127 (fp32),
-//   q_b     = c_b / scale_g rounded to nearest (ties away from 0) and clamped to [-127, 127], stored as int8
-//             (q_b = 0 when scale_g is 0). This is a symmetric linear int8; -128 never occurs.
-//   decoded absmax_b = fmaf(q_b, scale_g, offset): one fused multiply-add, so the CPU and the GPU agree bit
-//   for bit. Its error |absmax - decoded| is at most scale_g / 2 plus fp32 rounding.
-// The paper quantizes the absmax to FP8; a linear int8 keeps the same 8 bits per block with a simpler,
-// exactly reproducible decode.
+//   scale_g = max |c_b| / 127 (fp32) over each group of `dq_block_size` (256) consecutive blocks,
+//   q_b     = c_b / scale_g rounded to nearest (ties away from 0), clamped to [-127, 127], stored as int8
+//             (0 when scale_g is 0). A symmetric linear int8: -128 never occurs.
+//   decoded absmax_b = fmaf(q_b, scale_g, offset), one fused multiply-add, so that the CPU and the GPU agree
+//   bit for bit. |absmax - decoded| is at most scale_g / 2 plus fp32 rounding.
+// The paper stores the absmax in FP8; a linear int8 spends the same 8 bits per block and decodes exactly the
+// same way everywhere.
 #pragma once
 
 #include <array>
@@ -60,25 +59,23 @@ inline constexpr std::array<float, 16> kNf4Codes = {
 inline constexpr uint8_t kNf4ZeroCode = 7;
 
 // Half of the largest gap between adjacent codes (between -1.0 and -0.696): the worst |x - code(x)| for
-// x in [-1, 1], so |w - w'| <= absmax * kNf4MaxHalfGap (+ the double-quant absmax error).
+// x in [-1, 1], so |w - w'| <= absmax * nf4_max_half_gap() (+ the double-quant absmax error).
 float nf4_max_half_gap();
 
 // The code nearest to x (x = w / absmax, normally in [-1, 1]; values outside clamp to code 0 or 15).
 uint8_t nf4_encode(float x);
 
-// ---- 16-bit floats, as raw bit patterns
-// ----------------------------------------------------------------------
+// ---- 16-bit floats, as raw bit patterns ----------------------------------------------------------------
 float bf16_to_float(uint16_t v);
 uint16_t float_to_bf16(float f);  // round to nearest even; NaN stays a (quiet) NaN
 float f16_to_float(uint16_t v);   // IEEE binary16, subnormals included
 uint16_t float_to_f16(float f);   // round to nearest even; overflow to infinity; NaN stays NaN
 
-// Converts `bytes` (F32, BF16 or F16, little-endian as in safetensors) to fp32; throws forja::Error
-// otherwise.
+// Converts `bytes` (F32, BF16 or F16, little-endian as in safetensors) to fp32; throws forja::Error for
+// any other dtype.
 std::vector<float> to_float(std::span<const uint8_t> bytes, io::DType dtype);
 
-// ---- Quantization
-// ---------------------------------------------------------------------------------------------
+// ---- Quantization ---------------------------------------------------------------------------------------
 struct Nf4Options {
   int64_t block_size = 64;      // elements per absmax; even, 2 .. 1 << 20
   bool double_quant = false;    // store the absmax values in 8 bits (see the top of this file)
@@ -118,8 +115,7 @@ Nf4Tensor quantize_nf4(std::span<const float> w, std::vector<int64_t> shape, con
 Nf4Tensor quantize_nf4(std::span<const uint8_t> bytes, io::DType dtype, std::vector<int64_t> shape,
                        const Nf4Options& options = {});
 
-// Double quantization of absmax values on its own (used by quantize_nf4; public for tests and kernels'
-// tests).
+// Double quantization of absmax values on its own (quantize_nf4 uses it; public for the tests).
 struct DoubleQuantized {
   std::vector<int8_t> q;
   std::vector<float> scale;
@@ -134,17 +130,15 @@ std::vector<uint16_t> dequantize_nf4_bf16(const Nf4Tensor& t);
 void dequantize_nf4(const Nf4Tensor& t, std::span<float> out);
 void dequantize_nf4_bf16(const Nf4Tensor& t, std::span<uint16_t> out);
 
-// ---- Which tensors of a model are quantized
-// ------------------------------------------------------------------- True for the weight of a linear
-// projection inside a decoder layer, by its Hugging Face name:
+// ---- Which tensors of a model are quantized -------------------------------------------------------------
+// True for the weight of a linear projection inside a decoder layer, by its Hugging Face name:
 // "<...>.layers.<i>.<...>.{q,k,v,o,gate,up,down}_proj.weight" (Llama, Mistral, Qwen2) and
 // "<...>h.<i>.{attn,mlp}.{c_attn,c_proj,c_fc}.weight" (GPT-2, whose Conv1D weights are stored [in, out]).
 // Embeddings, norms, biases and lm_head stay as they are.
 bool should_quantize_nf4(std::string_view hf_name);
 
-// ---- The cache file
-// ------------------------------------------------------------------------------------------- One safetensors
-// file. For each quantized tensor NAME:
+// ---- The cache file ---------------------------------------------------------------------------------------
+// One safetensors file. For each quantized tensor NAME:
 //   NAME.nf4_codes      U8  [ceil(n / 2)]
 //   NAME.absmax         F32 [blocks]                  (without double quantization)
 //   NAME.absmax_q       I8  [blocks]                  (with double quantization)

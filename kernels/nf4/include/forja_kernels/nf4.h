@@ -42,20 +42,19 @@ typedef struct ForjaNf4Weights {
   int64_t dq_block_size;     /* absmax values per scale, >= 1 (256) */
 } ForjaNf4Weights;
 
-/* ---- Dequantize to bf16 (before the training GEMMs)
- * ------------------------------------------------------------- out[i] = bf16(code[index_i] * absmax(i /
- * block_size)) for i < n. */
+/* ---- Dequantize to bf16 (before the training GEMMs) ----------------------------------------------------
+ * out[i] = bf16(code[index_i] * absmax(i / block_size)) for i < n. */
 typedef struct ForjaNf4Dequantize {
   ForjaNf4Weights w;
   int64_t n; /* elements, >= 0 */
   void* out; /* [n] bf16 out */
 } ForjaNf4Dequantize;
 
-/* ---- Fused dequantize-GEMV (batch-1 decode)
- * --------------------------------------------------------------------- y[r] = bf16( sum_c W[r, c] * x[c] ),
- * W the [rows, cols] row-major NF4 weight (n = rows * cols), accumulated in fp32. The GPU reads every 4-bit
- * code once, 16 bytes at a time, when cols and block_size are multiples of 32 and codes and x are 16-byte
- * aligned (every Llama-sized layer); other shapes take a slower scalar path. */
+/* ---- Fused dequantize-GEMV (batch-1 decode) ------------------------------------------------------------
+ * y[r] = bf16( sum_c W[r, c] * x[c] ), W the [rows, cols] row-major NF4 weight (n = rows * cols), accumulated
+ * in fp32. The GPU reads every 4-bit code once, 16 bytes at a time, when cols and block_size are multiples of
+ * 32 and codes and x are 16-byte aligned (every Llama-sized layer); other shapes take a slower scalar path.
+ */
 typedef struct ForjaNf4Gemv {
   ForjaNf4Weights w;
   int64_t rows, cols; /* out and in features, >= 0 */
