@@ -24,7 +24,7 @@ at::Tensor Gpt2BlockImpl::forward(const at::Tensor& x, const at::Tensor& same_se
   at::Tensor a = causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), 0, same_segment);
   at::Tensor h = x + attn_proj->forward(a.transpose(1, 2).reshape({b, t, d}));
   at::Tensor m = c_fc->forward(ln_2->forward(h));
-  m = act_ == "gelu" ? at::gelu(m) : at::gelu(m, "tanh");
+  m = act_ == "gelu" ? at::gelu(m) : gelu_tanh(m);
   return h + mlp_proj->forward(m);
 }
 

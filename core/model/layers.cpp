@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "fused_ops.h"
 #include "torch_compat.h"
 
 #include <ATen/core/grad_mode.h>
@@ -38,6 +39,7 @@ RMSNormImpl::RMSNormImpl(WeightProvider& w, const std::string& name, int64_t dim
 }
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
+  if (fused::applies({x, weight})) return fused::rms_norm(x, weight, eps);
   // Training on CUDA: the fused kernel rounds once where the formulation below rounds twice (bf16 parity stays
   // within the bf16 bar; the fp32 CPU path, which the parity tests pin, is unchanged).
   if (at::GradMode::is_enabled())
@@ -45,6 +47,13 @@ at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
   at::Tensor xf = x.to(at::kFloat);
   xf = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * xf.to(x.scalar_type());
+}
+
+std::pair<at::Tensor, at::Tensor> RMSNormImpl::forward_with_residual(const at::Tensor& x,
+                                                                  const at::Tensor& residual) {
+  if (fused::applies({x, residual, weight})) return fused::add_rms_norm(x, residual, weight, eps);
+  at::Tensor h = x + residual;
+  return {h, forward(h)};
 }
 
 LayerNormImpl::LayerNormImpl(WeightProvider& w, const std::string& name, int64_t dim, double eps_) : eps(eps_) {
@@ -95,6 +104,14 @@ std::pair<at::Tensor, at::Tensor> Rotary::apply(const at::Tensor& q, const at::T
   // freqs[t, i] = pos[t] * inv_freq[i] in fp32; emb = [freqs, freqs]; cos/sin cast to the activations' dtype.
   at::Tensor inv = inv_freq_.to(q.device());
   at::Tensor freqs = positions.to(q.device(), at::kFloat).unsqueeze(-1) * inv;
+  // The fused kernel takes q, k in the [B, T, H, D] layout the projections are made in (the attention views
+  // them as [B, H, T, D]) and one fp32 cos/sin row of D/2 angles per token.
+  const at::Tensor q_bthd = q.transpose(1, 2), k_bthd = k.transpose(1, 2);
+  if (fused::applies({q_bthd, k_bthd})) {
+    at::Tensor per_token = freqs.expand({q.size(0), q.size(2), freqs.size(-1)}).reshape({-1, freqs.size(-1)});
+    auto [qr, kr] = fused::rotary(q_bthd, k_bthd, per_token.cos().contiguous(), per_token.sin().contiguous());
+    return {qr.transpose(1, 2), kr.transpose(1, 2)};
+  }
   at::Tensor emb = at::cat({freqs, freqs}, -1);
   if (positions.dim() == 2) emb = emb.unsqueeze(1);  // [B, T, D] -> [B, 1, T, D], broadcast over heads
   at::Tensor cos = emb.cos().to(q.scalar_type());
@@ -125,8 +142,14 @@ struct SwiGlu : torch::autograd::Function<SwiGlu> {
 }  // namespace
 
 at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
+  if (fused::applies({gate, up})) return fused::swiglu(gate, up);
   if (at::GradMode::is_enabled() && (gate.requires_grad() || up.requires_grad())) return SwiGlu::apply(gate, up);
   return at::silu(gate) * up;
+}
+
+at::Tensor gelu_tanh(const at::Tensor& x) {
+  if (fused::applies({x})) return fused::gelu_tanh(x);
+  return at::gelu(x, "tanh");
 }
 
 at::Tensor repeat_kv(const at::Tensor& x, int64_t n_rep) {

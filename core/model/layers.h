@@ -7,6 +7,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <string>
+#include <utility>
 
 #include "forja/model_config.h"
 #include "lora_linear.h"
@@ -39,6 +40,8 @@ class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(WeightProvider& w, const std::string& name, int64_t dim, double eps);
   at::Tensor forward(const at::Tensor& x);
+  // h = x + residual and forward(h), in one fused kernel where it applies; returns {h, forward(h)}.
+  std::pair<at::Tensor, at::Tensor> forward_with_residual(const at::Tensor& x, const at::Tensor& residual);
   at::Tensor weight;
   double eps;
 };
@@ -78,6 +81,9 @@ at::Tensor rope_inv_freq(const RopeConfig& rope, int64_t head_dim);
 
 // silu(gate) * up (Llama's MLP); under autograd it keeps only its inputs for backward.
 at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
+
+// GELU with the tanh approximation (GPT-2's gelu_new).
+at::Tensor gelu_tanh(const at::Tensor& x);
 
 // [B, KV, T, D] -> [B, KV * n_rep, T, D] (kv head h serves query heads h*n_rep .. h*n_rep+n_rep-1).
 at::Tensor repeat_kv(const at::Tensor& x, int64_t n_rep);

@@ -53,8 +53,9 @@ LlamaBlockImpl::LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const st
 
 at::Tensor LlamaBlockImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
                                    const at::Tensor& same_segment) {
-  at::Tensor h = x + self_attn->forward(input_layernorm->forward(x), rope, positions, same_segment);
-  return h + mlp->forward(post_attention_layernorm->forward(h));
+  auto [h, normed] = post_attention_layernorm->forward_with_residual(
+      x, self_attn->forward(input_layernorm->forward(x), rope, positions, same_segment));
+  return h + mlp->forward(normed);
 }
 
 LlamaModel::LlamaModel(const ModelConfig& c, WeightProvider& w) : CausalLM(c), rope_(c.rope, c.head_dim) {
