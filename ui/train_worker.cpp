@@ -41,7 +41,7 @@ QString TrainWorker::cli_path() {
   return QStringLiteral("forja-cli");  // on PATH
 }
 
-bool TrainWorker::start(const QString& config_path, const QString& output_dir) {
+bool TrainWorker::start(const QString& config_path, const QString& output_dir, const QString& journal_path) {
   if (running()) {
     error_ = tr("A training run is already going in this window.");
     return false;
@@ -59,7 +59,9 @@ bool TrainWorker::start(const QString& config_path, const QString& output_dir) {
   done_ = false;
   QProcess p;
   p.setProgram(cli_path());
-  p.setArguments({QStringLiteral("train"), config_path, QStringLiteral("--json-progress")});
+  QStringList args = {QStringLiteral("train"), config_path, QStringLiteral("--json-progress")};
+  if (!journal_path.isEmpty()) args << QStringLiteral("--journal") << journal_path;
+  p.setArguments(args);
   p.setStandardOutputFile(progress, QIODevice::Append);
   p.setStandardErrorFile(QDir(output_dir).filePath(QStringLiteral("worker.log")), QIODevice::Append);
   p.setStandardInputFile(QProcess::nullDevice());

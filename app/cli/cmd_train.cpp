@@ -1,18 +1,28 @@
-// forja-cli train <config.json> [--json-progress]
+// forja-cli train <config.json> [--json-progress] [--journal PATH | --no-journal]
 // Runs a whole LoRA fine-tune headless: the config is what the GUI's "export config" writes (forja/train.h).
 // A progress line per step, or with --json-progress one JSON object per line (the GUI supervises this process
 // and reads them). SIGINT / SIGTERM pause the run: it checkpoints and exits 0, and the same command resumes
-// it.
+// it. The run, its metrics and checkpoints go into the run journal (the window's Runs pane): the default one,
+// or --journal PATH; <output_dir>/journal.json remembers which row is this run's, so a resume continues it.
+#include <unistd.h>
+
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "command.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/train.h"
 #include "run.h"
+#if FORJA_HAS_STORE
+#include "forja/journal.h"
+#endif
 
 namespace {
 
@@ -50,10 +60,121 @@ void emit(const nlohmann::ordered_json& j) {
   std::fflush(stdout);
 }
 
+// The run's row in the journal. A journal that cannot be opened or written costs the history, never the run:
+// the problem is said once and training goes on.
+class RunJournal {
+ public:
+  using Say = std::function<void(const std::string&)>;
+#if FORJA_HAS_STORE
+  RunJournal(const std::string& journal_path, const forja::TrainConfig& config, const Say& say) : say_(say) {
+    namespace fs = std::filesystem;
+    try {
+      journal_ = std::make_unique<forja::Journal>(journal_path.empty() ? forja::default_journal_path()
+                                                                       : fs::path(journal_path));
+      const fs::path marker = fs::path(config.output_dir) / "journal.json";
+      const std::string here = fs::absolute(journal_->path()).string();
+      if (fs::exists(marker)) {
+        const auto j = nlohmann::json::parse(forja::read_text_file(marker), nullptr, false);
+        if (j.is_object() && j.value("journal", "") == here && journal_->run(j.value("run_id", int64_t{0}))) {
+          run_id_ = j.at("run_id").get<int64_t>();
+          journal_->resume_run(run_id_, getpid());
+        }
+      }
+      if (run_id_ == 0) {
+        forja::NewRun r;
+        r.name = fs::path(config.output_dir).filename().string();
+        r.model_dir = config.model_dir;
+        r.dataset_path = config.train_file;
+        r.config_json = forja::train_config_to_json(config);
+        r.total_steps = config.max_steps;
+        r.worker_pid = getpid();
+        run_id_ = journal_->create_run(r);
+        fs::create_directories(config.output_dir);
+        forja::write_file_atomic(marker,
+                                 nlohmann::json({{"journal", here}, {"run_id", run_id_}}).dump() + "\n");
+      }
+    } catch (const forja::Error& e) {
+      lost(e);
+    }
+  }
+  int64_t id() const {
+    return run_id_;
+  }
+  void step(const forja::TrainProgress& p) {
+    guarded([&] {
+      forja::MetricPoint m;
+      m.step = p.step;
+      m.loss = p.loss;
+      m.eval_loss = p.eval_loss;
+      m.lr = p.learning_rate;
+      m.grad_norm = p.grad_norm;
+      m.tokens_per_s = p.tokens_per_second;
+      if (p.gpu_allocated_gib > 0) m.gpu_memory_bytes = static_cast<int64_t>(p.gpu_allocated_gib * (1 << 30));
+      journal_->append_metrics(run_id_, {m});
+      if (!p.checkpoint.empty()) {
+        journal_->add_checkpoint(run_id_, p.step, p.checkpoint, p.loss);
+        last_checkpoint_ = p.checkpoint;
+      }
+      last_loss_ = p.loss;
+      if (p.eval_loss) last_eval_ = p.eval_loss;
+    });
+  }
+  void done(const forja::TrainResult& r) {
+    guarded([&] {
+      // The checkpoint written when the run stopped (not reported with a step).
+      if (!r.last_checkpoint.empty() && r.last_checkpoint != last_checkpoint_)
+        journal_->add_checkpoint(run_id_, r.steps_done, r.last_checkpoint, last_loss_);
+      switch (r.outcome) {
+        case forja::TrainOutcome::Finished:
+        case forja::TrainOutcome::EarlyStopped:
+          journal_->finish_run(run_id_, forja::RunStatus::Completed, last_loss_, last_eval_, r.adapter_dir);
+          break;
+        case forja::TrainOutcome::Paused:
+        case forja::TrainOutcome::Cancelled:
+          journal_->finish_run(run_id_, forja::RunStatus::Stopped, last_loss_, last_eval_, "");
+          break;
+      }
+    });
+  }
+  void failed(const forja::Error& e) {
+    guarded([&] { journal_->fail_run(run_id_, e.message(), e.hint()); });
+  }
+
+ private:
+  template <class F>
+  void guarded(F&& f) {
+    if (!journal_ || run_id_ == 0) return;
+    try {
+      f();
+    } catch (const forja::Error& e) {
+      lost(e);
+    }
+  }
+  void lost(const forja::Error& e) {
+    say_("the run journal is not kept for this run: " + e.message());
+    journal_.reset();
+  }
+  std::unique_ptr<forja::Journal> journal_;
+  int64_t run_id_ = 0;
+  std::optional<double> last_loss_, last_eval_;
+  std::string last_checkpoint_;
+#else
+  RunJournal(const std::string&, const forja::TrainConfig&, const Say& say) : say_(say) {}
+  int64_t id() const {
+    return 0;
+  }
+  void step(const forja::TrainProgress&) {}
+  void done(const forja::TrainResult&) {}
+  void failed(const forja::Error&) {}
+#endif
+  Say say_;
+};
+
 int run_train(forja::cli::Args& args) {
-  args.reject_unknown({});
+  args.reject_unknown({"journal"});
   const std::string path = args.positional(0, "<config.json>");
   const bool json_progress = args.flag("json-progress");
+  const bool no_journal = args.flag("no-journal");
   forja::TrainConfig config = forja::train_config_from_json(forja::read_text_file(path), path);
 
   std::signal(SIGINT, on_stop_signal);
@@ -65,7 +186,13 @@ int run_train(forja::cli::Args& args) {
     else
       std::fprintf(stderr, "%s\n", m.c_str());
   };
+  std::unique_ptr<RunJournal> journal;
+  if (!no_journal)
+    journal = std::make_unique<RunJournal>(args.option_or("journal", ""), config, hooks.on_message);
+  if (json_progress && journal && journal->id() > 0)
+    emit({{"event", "run"}, {"journal_run_id", journal->id()}});
   hooks.on_progress = [&](const forja::TrainProgress& p) {
+    if (journal) journal->step(p);
     if (json_progress) {
       nlohmann::ordered_json j = {{"event", "step"},
                                   {"step", p.step},
@@ -92,7 +219,14 @@ int run_train(forja::cli::Args& args) {
     }
     return g_stop.load() ? forja::TrainControl::Pause : forja::TrainControl::Continue;
   };
-  forja::TrainResult r = forja::train::run_training_from_files(config, hooks);
+  forja::TrainResult r;
+  try {
+    r = forja::train::run_training_from_files(config, hooks);
+  } catch (const forja::Error& e) {
+    if (journal) journal->failed(e);
+    throw;
+  }
+  if (journal) journal->done(r);
   if (json_progress) {
     emit({{"event", "done"},
           {"outcome", outcome_name(r.outcome)},
@@ -110,4 +244,5 @@ int run_train(forja::cli::Args& args) {
 }  // namespace
 
 FORJA_CLI_COMMAND(train, "Fine-tune a model with LoRA, headless (resumes from its last checkpoint)",
-                  "train <config.json> [--json-progress]", run_train, {"json-progress"});
+                  "train <config.json> [--json-progress] [--journal PATH | --no-journal]", run_train,
+                  {"json-progress", "no-journal"});

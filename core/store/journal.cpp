@@ -373,6 +373,15 @@ void Journal::set_run_status(int64_t run_id, RunStatus status) {
   tx.commit();
 }
 
+void Journal::resume_run(int64_t run_id, int64_t worker_pid) {
+  WriteTransaction tx(db_, path_);
+  Stmt s(db_, path_,
+         "UPDATE runs SET status = ?, worker_pid = ?, ended_at = NULL, error_message = '', error_hint = '' "
+         "WHERE id = ?");
+  s.bind(1, std::string(to_string(RunStatus::Running))).bind(2, worker_pid).bind(3, run_id).run();
+  tx.commit();
+}
+
 void Journal::finish_run(int64_t run_id, RunStatus status, std::optional<double> final_loss,
                          std::optional<double> final_eval_loss, const std::string& adapter_path) {
   WriteTransaction tx(db_, path_);

@@ -14,10 +14,13 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTreeWidget>
 
 #include "error_box.h"
+#include "forja/journal.h"
 #include "jobs/job.h"
 #include "main_window.h"
+#include "panes/runs_pane.h"
 #include "panes/train_pane.h"
 #include "train_worker.h"
 #include "ui_test_support.h"
@@ -113,6 +116,12 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QVERIFY2(QFile::exists(adapter + QStringLiteral("/adapter_model.safetensors")), qPrintable(adapter));
   QVERIFY(QFile::exists(adapter + QStringLiteral("/adapter_config.json")));
   QVERIFY(!pane_->running());
+  // The worker wrote the run into the window's journal: the Runs pane lists it, completed, with its adapter.
+  window_->show_pane(3);
+  auto* runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
+  QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItemCount(), 1, 5000);
+  QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItem(0)->text(1), QStringLiteral("completed"), 5000);
+  QCOMPARE(runs->topLevelItem(0)->text(7), adapter);
 }
 
 void TestTrainPane::dataSettingsGoIntoTheConfig() {
@@ -146,6 +155,16 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   QVERIFY(pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"))->isVisible());
   auto* start = pane_->findChild<QPushButton*>(QStringLiteral("trainStart"));
   QCOMPARE(start->text(), QStringLiteral("Resume"));
+  // The journal says interrupted, and so does the Runs pane.
+  forja::Journal journal(tmp_->filePath(QStringLiteral("journal.db")).toStdString());
+  QCOMPARE(journal.runs().size(), size_t(1));
+  const int64_t run_id = journal.runs().front().id;
+  QCOMPARE(journal.runs().front().status, forja::RunStatus::Interrupted);
+  QVERIFY(journal.runs().front().last_step >= 6);
+  auto* runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
+  window_->runs_pane()->refresh();
+  QCOMPARE(runs->topLevelItemCount(), 1);
+  QCOMPARE(runs->topLevelItem(0)->text(1), QStringLiteral("interrupted"));
   // Resume: the same config and output folder continue from the last checkpoint.
   QSignalSpy finished(pane_, &TrainPane::run_finished);
   QTest::mouseClick(start, Qt::LeftButton);
@@ -154,6 +173,15 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   QVERIFY2(r.value(QStringLiteral("resumed_from_step")).toInt() >= 5,
            qPrintable(QJsonDocument(r).toJson(QJsonDocument::Compact)));
   QCOMPARE(r.value(QStringLiteral("steps")).toInt(), 200);
+  // The resume continued the same journal row: completed, every step's metrics, the file intact.
+  QCOMPARE(journal.runs().size(), size_t(1));
+  const auto done = *journal.run(run_id);
+  QCOMPARE(done.status, forja::RunStatus::Completed);
+  QCOMPARE(journal.metrics(run_id).size(), size_t(200));
+  QCOMPARE(QString::fromStdString(done.adapter_path), r.value(QStringLiteral("adapter")).toString());
+  QCOMPARE(journal.integrity_check(), std::string("ok"));
+  window_->runs_pane()->refresh();
+  QCOMPARE(runs->topLevelItem(0)->text(1), QStringLiteral("completed"));
 }
 
 void TestTrainPane::missingWorkerSaysWhy() {

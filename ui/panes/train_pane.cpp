@@ -26,7 +26,11 @@
 #include <QStandardPaths>
 #include <QVBoxLayout>
 
+#include <signal.h>
+
 #include "error_box.h"
+#include "forja/error.h"
+#include "forja/journal.h"
 #include "forja/train.h"
 #include "format.h"
 #include "plot.h"
@@ -281,6 +285,16 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
     Q_EMIT run_finished(r);
   });
   connect(worker_, &TrainWorker::died, this, [this](const QString& tail) {
+    // The worker could not say so itself: its journal row still says running. The Runs pane shows it as
+    // interrupted from now on; Start resumes it (the worker continues the same row).
+    if (context_.journal) {
+      try {
+        context_.journal->mark_interrupted(
+            [](int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; });
+      } catch (const forja::Error& e) {
+        log(tr("the run journal could not be updated: %1").arg(QString::fromStdString(e.message())));
+      }
+    }
     const QString last = tail.section(QLatin1Char('\n'), -3);
     error_->show_error(tr("The training process ended without finishing."),
                        last.isEmpty()
@@ -412,7 +426,9 @@ void TrainPane::start() {
     return;
   }
   f.close();
-  if (!worker_->start(config_path, out)) {
+  const QString journal =
+      context_.journal ? QString::fromStdString(context_.journal->path().string()) : QString();
+  if (!worker_->start(config_path, out, journal)) {
     error_->show_error(worker_->error(), tr("Build forja-cli, or set FORJA_CLI to its path."));
     return;
   }

@@ -116,6 +116,8 @@ class Journal {
   // Runs.
   int64_t create_run(const NewRun& run);
   void set_run_status(int64_t run_id, RunStatus status);
+  // A stopped or interrupted run continues in worker `worker_pid`: Running again, end time and error cleared.
+  void resume_run(int64_t run_id, int64_t worker_pid);
   // Ends a run: status, end time, final losses and the adapter it produced (empty when none).
   void finish_run(int64_t run_id, RunStatus status, std::optional<double> final_loss,
                   std::optional<double> final_eval_loss, const std::string& adapter_path);

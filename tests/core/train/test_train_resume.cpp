@@ -18,6 +18,9 @@
 #include "causal_lm.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
+#if FORJA_TEST_JOURNAL
+#include "forja/journal.h"
+#endif
 #include "forja/train.h"
 #include "reference.h"
 #include "run_checkpoint.h"
@@ -93,10 +96,18 @@ void parse_lines(const QByteArray& out, Run& run) {
   }
 }
 
+// The run journal the runs write (never the user's default one).
+fs::path g_journal;
+
+QStringList train_args(const fs::path& config) {
+  return {"train", QString::fromStdString(config.string()), "--json-progress", "--journal",
+          QString::fromStdString(g_journal.string())};
+}
+
 // Runs forja-cli train to completion.
 Run run_to_end(const fs::path& config) {
   QProcess p;
-  p.start(FORJA_CLI_PATH, {"train", QString::fromStdString(config.string()), "--json-progress"});
+  p.start(FORJA_CLI_PATH, train_args(config));
   if (!p.waitForFinished(240000)) qFatal("forja-cli train did not finish");
   if (p.exitCode() != 0) qFatal("forja-cli train failed: %s", p.readAllStandardError().constData());
   Run r;
@@ -109,7 +120,7 @@ Run run_to_end(const fs::path& config) {
 // >= 0, wherever it is then: inside a step, or halfway through writing a checkpoint).
 Run run_and_kill(const fs::path& config, int64_t kill_after_step, int delay_ms) {
   QProcess p;
-  p.start(FORJA_CLI_PATH, {"train", QString::fromStdString(config.string()), "--json-progress"});
+  p.start(FORJA_CLI_PATH, train_args(config));
   if (!p.waitForStarted()) qFatal("cannot start forja-cli");
   QByteArray out;
   Run r;
@@ -142,7 +153,10 @@ void verify_checkpoints(const fs::path& root) {
 
 class TestTrainResume : public QObject {
   Q_OBJECT
+  QTemporaryDir journal_dir_;
+
  private Q_SLOTS:
+  void initTestCase() { g_journal = fs::path(journal_dir_.path().toStdString()) / "journal.db"; }
   void sha256KnownAnswers() {
     // FIPS 180-4 examples ("abc", the 448-bit message) and the empty string.
     QCOMPARE(forja::train::sha256_hex("abc"),
@@ -208,6 +222,23 @@ class TestTrainResume : public QObject {
              forja::train::sha256_file(root / "a" / "run" / "adapter" / "adapter_model.safetensors"));
     // keep_checkpoints = 2
     QCOMPARE(forja::train::list_checkpoints(root / "b" / "run" / "checkpoints").size(), size_t(2));
+
+#if FORJA_TEST_JOURNAL
+    // The journal went through the same 8 kills: intact, one row per run (b's resumes continued its row),
+    // every step's loss as the uninterrupted run printed it, both runs completed with their adapters.
+    forja::Journal journal(g_journal);
+    QCOMPARE(journal.integrity_check(), std::string("ok"));
+    const auto runs = journal.runs();
+    QCOMPARE(runs.size(), size_t(2));
+    for (const auto& r : runs) {
+      QCOMPARE(r.status, forja::RunStatus::Completed);
+      QVERIFY(r.adapter_path.ends_with("adapter"));
+      const auto points = journal.metrics(r.id);
+      QCOMPARE(int64_t(points.size()), kSteps);
+      for (const auto& m : points) QVERIFY(m.loss && *m.loss == ref.loss.at(m.step));
+      QVERIFY(!journal.checkpoints(r.id).empty());
+    }
+#endif
   }
 
   void damagedCheckpointsAreSkipped() {
