@@ -34,6 +34,13 @@ struct ChatSession::State {
   std::string system;
   std::vector<ChatTurn> history;
   std::vector<int32_t> end_of_turn;
+
+  // The conversation, then `user_text` and the assistant's opening, as token ids.
+  std::vector<int32_t> prompt_ids(const std::string& user_text) const;
+  // `config` plus the template's end-of-turn tokens as stops.
+  GenerationConfig with_turn_stops(const GenerationConfig& config) const;
+  // A fresh streaming decoder (special tokens not shown) for one answer.
+  Detokenizer detokenizer() const;
 };
 
 ChatSession::ChatSession(const std::string& model_dir, const EngineOptions& options,
@@ -64,29 +71,52 @@ std::string ChatSession::decode(const std::vector<int32_t>& ids) const {
   return state_->tokenizer.decode(ids);
 }
 
-GenerationResult ChatSession::send(const std::string& user_text, const GenerationConfig& config,
-                                   const TokenCallback& on_token, const std::atomic<bool>* cancel) {
-  State& s = *state_;
+void ChatSession::set_history(std::vector<ChatTurn> turns) {
+  state_->history = std::move(turns);
+}
+
+std::vector<int32_t> ChatSession::State::prompt_ids(const std::string& user_text) const {
   std::vector<ChatMessage> messages;
-  if (!s.system.empty()) messages.push_back({"system", s.system});
-  for (const auto& t : s.history) messages.push_back({t.role, t.content});
+  if (!system.empty()) messages.push_back({"system", system});
+  for (const auto& t : history) messages.push_back({t.role, t.content});
   messages.push_back({"user", user_text});
   ChatRenderOptions render;
   render.add_generation_prompt = true;
   // The whole conversation each time: its earlier turns are the Generator's cached prefix, so only the new
   // turn is prefilled.
-  const std::vector<TokenId> ids = tokenize_chat(s.tokenizer, s.chat.render(messages, render)).ids;
+  return tokenize_chat(tokenizer, chat.render(messages, render)).ids;
+}
 
+GenerationConfig ChatSession::State::with_turn_stops(const GenerationConfig& config) const {
   GenerationConfig c = config;
-  c.stop_token_ids.insert(c.stop_token_ids.end(), s.end_of_turn.begin(), s.end_of_turn.end());
-  auto streaming = std::make_shared<StreamingDecoder>(s.tokenizer, /*skip_special_tokens=*/true);
+  c.stop_token_ids.insert(c.stop_token_ids.end(), end_of_turn.begin(), end_of_turn.end());
+  return c;
+}
+
+Detokenizer ChatSession::State::detokenizer() const {
+  auto streaming = std::make_shared<StreamingDecoder>(tokenizer, /*skip_special_tokens=*/true);
   Detokenizer detok;
   detok.push = [streaming](int32_t id) { return streaming->push(id); };
   detok.finish = [streaming] { return streaming->finish(); };
-  GenerationResult r = s.generator.generate(ids, c, on_token, detok, cancel);
+  return detok;
+}
+
+GenerationResult ChatSession::send(const std::string& user_text, const GenerationConfig& config,
+                                   const TokenCallback& on_token, const std::atomic<bool>* cancel) {
+  State& s = *state_;
+  GenerationResult r = s.generator.generate(s.prompt_ids(user_text), s.with_turn_stops(config), on_token,
+                                            s.detokenizer(), cancel);
   s.history.push_back({"user", user_text});
   s.history.push_back({"assistant", r.text});
   return r;
+}
+
+CompareResult ChatSession::compare(const std::string& user_text, const GenerationConfig& config,
+                                   const std::function<bool(bool adapted, const TokenEvent&)>& on_token,
+                                   const std::atomic<bool>* cancel) {
+  State& s = *state_;
+  return s.generator.compare(
+      s.prompt_ids(user_text), s.with_turn_stops(config), on_token, [&s] { return s.detokenizer(); }, cancel);
 }
 
 }  // namespace forja

@@ -170,7 +170,14 @@ class ChatSession {
   // Stops at the template's end-of-turn tokens as well as config's stops.
   GenerationResult send(const std::string& user_text, const GenerationConfig& config,
                         const TokenCallback& on_token = {}, const std::atomic<bool>* cancel = nullptr);
+  // The next user message answered with the adapter off and on (Generator::compare on the rendered
+  // conversation, with the template's stops); neither answer joins the history. Needs an adapter.
+  CompareResult compare(const std::string& user_text, const GenerationConfig& config,
+                        const std::function<bool(bool adapted, const TokenEvent&)>& on_token = {},
+                        const std::atomic<bool>* cancel = nullptr);
   const std::vector<ChatTurn>& history() const;
+  // Replaces the conversation, e.g. with a chat reopened from the journal; the next send() continues it.
+  void set_history(std::vector<ChatTurn> turns);
   void clear();  // the system prompt stays
 
   Generator& generator();

@@ -1,12 +1,14 @@
 // ChatSession end to end (needs the tokenizer area): a model folder made here from the llama fixture's config
 // with random weights, its vocabulary sized to the qwen2_bpe fixture tokenizer (ChatML template, <|im_end|>),
-// so that the template, the streaming text and the prefix reuse across turns run on real tokenizer code.
+// so that the template, the streaming text, the prefix reuse across turns, a restored conversation and the
+// compare mode run on real tokenizer code.
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <ATen/core/grad_mode.h>
 
 #include "causal_lm.h"
+#include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/generate.h"
 #include "forja/model_config.h"
@@ -72,6 +74,47 @@ class TestInferChat : public QObject {
     QCOMPARE(chat.history().size(), size_t{4});
     chat.clear();
     QVERIFY(chat.history().empty());
+  }
+
+  void restoredHistoryAndCompare() {
+    const std::string d = dir_.path().toStdString();
+    GenerationConfig cfg;
+    cfg.max_new_tokens = 6;
+    // A conversation restored into a fresh session (a chat reopened from the journal) renders the same prompt
+    // as the live one, so the next greedy answer is the same.
+    ChatSession live(d);
+    live.send("Hello there", cfg);
+    const std::vector<ChatTurn> first_turn = live.history();
+    auto live_next = live.send("And again?", cfg);
+    ChatSession restored(d);
+    restored.set_history(first_turn);
+    auto restored_next = restored.send("And again?", cfg);
+    QCOMPARE(restored_next.stats.prompt_tokens, live_next.stats.prompt_tokens);
+    QCOMPARE(restored_next.tokens, live_next.tokens);
+
+    // compare(): the base answer streams first, then the adapted one; each is scored under the other model;
+    // neither joins the history. The llama fixture's trained adapter fits this model (same projections).
+    QVERIFY_THROWS_EXCEPTION(Error, restored.compare("One more", cfg));
+    restored.generator().load_adapter(
+        (std::filesystem::path(FORJA_FIXTURES_DIR) / "train" / "llama" / "final").string());
+    const size_t turns = restored.history().size();
+    std::string streamed[2];
+    bool base_after_adapted = false;
+    auto c = restored.compare("One more", cfg, [&](bool adapted, const TokenEvent& e) {
+      base_after_adapted = base_after_adapted || (!adapted && !streamed[1].empty());
+      streamed[adapted ? 1 : 0] += e.text;
+      return true;
+    });
+    QVERIFY(!base_after_adapted);
+    QCOMPARE(streamed[0], c.base.text);
+    QCOMPARE(streamed[1], c.adapted.text);
+    QCOMPARE(c.base_under_adapter.size(), c.base.tokens.size());
+    QCOMPARE(c.adapted_under_base.size(), c.adapted.tokens.size());
+    QCOMPARE(restored.history().size(), turns);
+    QVERIFY(restored.generator().adapter_enabled());
+    // The base answer is what send() gives with the adapter off: the same prompt and the same stops.
+    restored.generator().set_adapter_enabled(false);
+    QCOMPARE(restored.send("One more", cfg).tokens, c.base.tokens);
   }
 
  private:
