@@ -6,6 +6,7 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QFileInfo>
+#include <QJsonObject>
 #include <QKeySequence>
 #include <QListWidget>
 #include <QMenu>
@@ -27,6 +28,7 @@
 #include "gpu_status_widget.h"
 #include "job_status_widget.h"
 #include "jobs/job_monitor.h"
+#include "panes/chat_pane.h"
 #include "panes/data_pane.h"
 #include "panes/doctor_pane.h"
 #include "panes/gpu_pane.h"
@@ -85,12 +87,14 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   runs_pane_ = new RunsPane(context_);
   data_pane_ = new DataPane(context_);
   train_pane_ = new TrainPane(context_);
+  chat_pane_ = new ChatPane(context_);
   doctor_pane_ = new DoctorPane(context_);
   gpu_pane_ = new GpuPane(context_);
   add_pane(model_pane_);
   add_pane(data_pane_);
   add_pane(train_pane_);
   add_pane(runs_pane_);
+  add_pane(chat_pane_);
   add_pane(gpu_pane_);
   add_pane(doctor_pane_);
   connect(data_pane_, &DataPane::dataset_ready, train_pane_, &TrainPane::set_dataset);
@@ -100,6 +104,12 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     setWindowTitle(tr("%1 — Forja").arg(QFileInfo(QString::fromStdString(info.dir.string())).fileName()));
     data_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
     train_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
+    chat_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
+  });
+  // A finished run's adapter goes into the chat at once, to talk to the result.
+  connect(train_pane_, &TrainPane::run_finished, chat_pane_, [this](const QJsonObject& result) {
+    const QString adapter = result.value(QStringLiteral("adapter")).toString();
+    if (!adapter.isEmpty()) chat_pane_->open_adapter(adapter);
   });
 
   statusBar()->addWidget(new JobStatusWidget(jobs_), 1);

@@ -16,6 +16,7 @@ class QStackedWidget;
 
 namespace forja::ui {
 
+class ChatPane;
 class DataPane;
 class DoctorPane;
 class GpuMonitorService;
@@ -44,6 +45,7 @@ class MainWindow : public QMainWindow {
   RunsPane* runs_pane() const { return runs_pane_; }
   DataPane* data_pane() const { return data_pane_; }
   TrainPane* train_pane() const { return train_pane_; }
+  ChatPane* chat_pane() const { return chat_pane_; }
   DoctorPane* doctor_pane() const { return doctor_pane_; }
   GpuPane* gpu_pane() const { return gpu_pane_; }
   GpuMonitorService* gpu_monitor() const { return gpu_; }
@@ -68,6 +70,7 @@ class MainWindow : public QMainWindow {
   RunsPane* runs_pane_ = nullptr;
   DataPane* data_pane_ = nullptr;
   TrainPane* train_pane_ = nullptr;
+  ChatPane* chat_pane_ = nullptr;
   DoctorPane* doctor_pane_ = nullptr;
   GpuPane* gpu_pane_ = nullptr;
   QSplitter* splitter_;

@@ -1,0 +1,543 @@
+// Tests of the Chat pane, driven through the main window like a user: a real model on the CPU answers in
+// streamed pieces, Stop keeps the answer so far, the adapter switches without a reload, the comparison shows
+// both answers with their scores, chats are kept in the journal and reopen in a new window, a model folder
+// without a tokenizer shows its error, and the window's event loop never stalls while the model writes.
+#include <QCheckBox>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QLabel>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+#include <QTextDocument>
+#include <QTimer>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "chat_worker.h"
+#include "error_box.h"
+#include "forja/file_util.h"
+#include "forja/journal.h"
+#include "forja/safetensors.h"
+#include "jobs/job.h"
+#include "main_window.h"
+#include "panes/chat_pane.h"
+#include "ui_test_support.h"
+
+using forja::ui::ChatPane;
+using forja::ui::ChatReply;
+using forja::ui::ChatWorker;
+using forja::ui::CompareReply;
+using forja::ui::MainWindow;
+namespace fs = std::filesystem;
+
+namespace {
+
+// tests/fixtures/models/smollm (make_fixtures.py): a 2-layer SmolLM-shaped Llama, hidden 64, one KV head of
+// 16, tied embeddings, 320 tokens, context 128. tests/fixtures/tokenizers/smollm_bpe
+// (make_tokenizer_fixtures.py): a byte-level BPE of 1400 ids with SmolLM's ChatML template and its special
+// tokens at SmolLM's ids (0 <|endoftext|>, 1 <|im_start|> = BOS, 2 <|im_end|> = EOS). No fixture tokenizer
+// fits in 320 ids, so the test model is the fixture widened to the tokenizer (write_chat_model).
+const fs::path kFixtureModel = fs::path(FORJA_FIXTURES_DIR) / "models" / "smollm";
+const fs::path kFixtureTokenizer = fs::path(FORJA_FIXTURES_DIR) / "tokenizers" / "smollm_bpe";
+constexpr int64_t kFixtureVocab = 320, kTokenizerVocab = 1400, kHidden = 64, kKvWidth = 16, kLayers = 2;
+// Room for the long answers of the Stop and responsiveness tests (the fixture's 128 would end them at once);
+// RoPE has no learned positions, so only config.json changes.
+constexpr int kContext = 4096;
+
+std::vector<float> floats_of(const forja::io::SafetensorsFile& file, const forja::io::TensorInfo& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  const auto bytes = file.bytes(t);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+std::span<const uint8_t> bytes_of(const std::vector<float>& v) {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
+}
+
+// Uniform values of a given standard deviation from a fixed seed (mt19937's output is the same everywhere).
+std::vector<float> random_values(size_t n, double std_dev, uint32_t seed) {
+  std::mt19937 gen(seed);
+  const double half_width = std_dev * 1.7320508075688772;  // uniform on [-a, a] has std a / sqrt(3)
+  std::vector<float> out(n);
+  for (float& v : out) v = static_cast<float>((gen() / 4294967295.0 * 2 - 1) * half_width);
+  return out;
+}
+
+// The fixture model with its embedding widened from 320 to the tokenizer's 1400 rows, an untied output head
+// and a 4096-token context, with the tokenizer's files beside it.
+void write_chat_model(const fs::path& dir) {
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(kFixtureTokenizer))
+    fs::copy(e.path(), dir / e.path().filename());
+  fs::copy(kFixtureModel / "generation_config.json", dir / "generation_config.json");
+  std::string config = forja::read_text_file(kFixtureModel / "config.json");
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"\"vocab_size\": 320", "\"vocab_size\": 1400"},
+        {"\"max_position_embeddings\": 128", "\"max_position_embeddings\": 4096"},
+        {"\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false"}}) {
+    const size_t at = config.find(from);
+    if (at == std::string::npos) qFatal("the smollm fixture's config.json has no %s", from.c_str());
+    config.replace(at, from.size(), to);
+  }
+  forja::write_file_atomic(dir / "config.json", config);
+
+  const auto file = forja::io::SafetensorsFile::open(kFixtureModel / "model.safetensors");
+  std::vector<std::vector<float>> keep;
+  std::vector<forja::io::TensorToWrite> tensors;
+  keep.reserve(file.tensors().size() + 1);  // the spans below point into these
+  for (const auto& t : file.tensors()) {
+    if (t.dtype != forja::io::DType::F32) qFatal("the smollm fixture is stored in F32");
+    std::vector<float> values = floats_of(file, t);
+    std::vector<int64_t> shape = t.shape;
+    if (t.name == "model.embed_tokens.weight") {
+      // New rows drawn like the fixture's own (transformers' initializer_range 0.02).
+      const std::vector<float> extra =
+          random_values(static_cast<size_t>((kTokenizerVocab - kFixtureVocab) * kHidden), 0.02, 7);
+      values.insert(values.end(), extra.begin(), extra.end());
+      shape = {kTokenizerVocab, kHidden};
+    }
+    keep.push_back(std::move(values));
+    tensors.push_back({t.name, forja::io::DType::F32, shape, bytes_of(keep.back())});
+  }
+  // An output head of its own. Tied to these tiny random embeddings, the head's best guess is the last token
+  // again, so every answer would be one character repeated, the same with the adapter or without. The rows of
+  // <|endoftext|> and <|im_end|> are zero: their logit is exactly 0, below the best of the other 1397, so a
+  // greedy answer never ends early and the long-answer tests stay long.
+  keep.push_back(random_values(static_cast<size_t>(kTokenizerVocab * kHidden), 0.02, 11));
+  for (int64_t id : {0, 2}) std::fill_n(keep.back().begin() + id * kHidden, kHidden, 0.0f);
+  tensors.push_back(
+      {"lm_head.weight", forja::io::DType::F32, {kTokenizerVocab, kHidden}, bytes_of(keep.back())});
+  forja::io::write_safetensors(dir / "model.safetensors", tensors);
+}
+
+// A PEFT LoRA adapter (rank 4 on q_proj and v_proj of both layers) with values large enough to change every
+// greedy answer of the tiny-weight base model.
+void write_adapter(const fs::path& dir) {
+  fs::create_directories(dir);
+  forja::write_file_atomic(dir / "adapter_config.json", R"({"peft_type": "LORA", "task_type": "CAUSAL_LM",
+  "base_model_name_or_path": "smollm-chat", "r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "use_rslora": false,
+  "target_modules": ["q_proj", "v_proj"], "fan_in_fan_out": false, "bias": "none", "use_dora": false})");
+  constexpr int64_t rank = 4;
+  std::vector<std::vector<float>> keep;
+  std::vector<forja::io::TensorToWrite> tensors;
+  keep.reserve(4 * kLayers);
+  uint32_t seed = 100;
+  for (int layer = 0; layer < kLayers; ++layer) {
+    for (const auto& [module, out] :
+         {std::pair<std::string, int64_t>{"q_proj", kHidden}, {"v_proj", kKvWidth}}) {
+      const std::string name =
+          "base_model.model.model.layers." + std::to_string(layer) + ".self_attn." + module + ".lora_";
+      keep.push_back(random_values(static_cast<size_t>(rank * kHidden), 0.3, seed++));
+      tensors.push_back({name + "A.weight", forja::io::DType::F32, {rank, kHidden}, bytes_of(keep.back())});
+      keep.push_back(random_values(static_cast<size_t>(out * rank), 0.3, seed++));
+      tensors.push_back({name + "B.weight", forja::io::DType::F32, {out, rank}, bytes_of(keep.back())});
+    }
+  }
+  forja::io::write_safetensors(dir / "adapter_model.safetensors", tensors);
+}
+
+// Space on the focused box, as a keyboard user switches it (a click's spot depends on the layout's width).
+void toggle(QCheckBox* box) {
+  box->setFocus();
+  QTest::keyClick(box, Qt::Key_Space);
+}
+
+}  // namespace
+
+class TestChatPane : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase();
+  void init();
+  void cleanup();
+  void streamsTheAnswerInPieces();
+  void stopKeepsTheAnswerSoFar();
+  void adapterSwitchesWithoutReload();
+  void compareShowsBothAnswersWithScores();
+  void chatsAreKeptAndReopen();
+  void modelWithoutTokenizerShowsError();
+  void staysResponsiveWhileGenerating();
+
+ private:
+  void open_window();
+  void open_model(const QString& dir);
+  // Types `text` into the message box, presses Enter and waits for the answer to finish.
+  void send_message(const QString& text);
+  ChatReply last_reply() const;
+  template <typename T>
+  T* child(const char* name) const {
+    T* w = pane_->findChild<T*>(QLatin1String(name));
+    if (!w) qFatal("the Chat pane has no %s", name);
+    return w;
+  }
+
+  QTemporaryDir fixtures_;
+  QString model_dir_, adapter_dir_;
+  QTemporaryDir* tmp_ = nullptr;
+  MainWindow* window_ = nullptr;
+  ChatPane* pane_ = nullptr;
+  QSignalSpy* answered_ = nullptr;
+  QSignalSpy* finished_ = nullptr;
+};
+
+void TestChatPane::initTestCase() {
+  forja::test::init_ui_test_environment("test_chat_pane");
+  QVERIFY(fixtures_.isValid());
+  model_dir_ = fixtures_.filePath(QStringLiteral("smollm-chat"));
+  adapter_dir_ = fixtures_.filePath(QStringLiteral("adapter"));
+  write_chat_model(model_dir_.toStdString());
+  write_adapter(adapter_dir_.toStdString());
+}
+
+void TestChatPane::init() {
+  QSettings().clear();
+  tmp_ = new QTemporaryDir;
+  open_window();
+}
+
+void TestChatPane::open_window() {
+  window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
+  window_->show();
+  pane_ = window_->chat_pane();
+  auto* worker = pane_->findChild<ChatWorker*>();
+  QVERIFY(worker);
+  delete answered_;
+  delete finished_;
+  answered_ = new QSignalSpy(worker, &ChatWorker::answered);
+  finished_ = new QSignalSpy(pane_, &ChatPane::answer_finished);
+}
+
+void TestChatPane::cleanup() {
+  delete answered_;
+  delete finished_;
+  answered_ = finished_ = nullptr;
+  QVERIFY(forja::ui::Job::cancel_all_and_wait(5000));
+  delete window_;
+  delete tmp_;
+}
+
+void TestChatPane::open_model(const QString& dir) {
+  // As the user does it: open the folder in the Model pane (the window hands it to the Chat pane), then go
+  // to the Chat pane, whose first show loads the model.
+  window_->open_model(dir);
+  for (int i = 0; i < window_->pane_count(); ++i)
+    if (window_->pane(i) == pane_) window_->show_pane(i);
+  QVERIFY(pane_->isVisible());
+  QTRY_VERIFY_WITH_TIMEOUT(pane_->model_ready(), 30000);
+  // Greedy answers: the same message gives the same answer, so answers can be compared.
+  child<QDoubleSpinBox>("temperature")->setValue(0);
+}
+
+void TestChatPane::send_message(const QString& text) {
+  const qsizetype before = finished_->count();
+  auto* input = child<QPlainTextEdit>("chatInput");
+  input->setFocus();
+  QTest::keyClicks(input, text);
+  QTest::keyClick(input, Qt::Key_Return);
+  QVERIFY(input->toPlainText().isEmpty());
+  QTRY_VERIFY_WITH_TIMEOUT(finished_->count() > before, 60000);
+}
+
+ChatReply TestChatPane::last_reply() const {
+  return answered_->isEmpty() ? ChatReply{} : answered_->last().at(0).value<ChatReply>();
+}
+
+void TestChatPane::streamsTheAnswerInPieces() {
+  open_model(model_dir_);
+  QVERIFY(!child<forja::ui::ErrorBox>("chatError")->isVisible());
+  QVERIFY(child<QLabel>("chatModel")->text().contains(QStringLiteral("context 4096 tokens")));
+  // 1500 tokens take the CPU a good part of a second, far longer than the 33 ms between two pieces.
+  child<QSpinBox>("maxNewTokens")->setValue(1500);
+
+  // Shift+Enter starts a new line; an empty box sends nothing.
+  auto* input = child<QPlainTextEdit>("chatInput");
+  QTest::keyClick(input, Qt::Key_Return);
+  QCOMPARE(finished_->count(), 0);
+  QTest::keyClicks(input, QStringLiteral("Hello"));
+  QTest::keyClick(input, Qt::Key_Return, Qt::ShiftModifier);
+  QCOMPARE(input->toPlainText(), QStringLiteral("Hello\n"));
+  QCOMPARE(finished_->count(), 0);
+  input->clear();
+
+  auto* worker = pane_->findChild<ChatWorker*>();
+  auto* view = child<QTextBrowser>("conversation");
+  QString streamed;
+  int pieces = 0, pieces_seen_in_view = 0;
+  qsizetype answer_starts_at = -1;
+  connect(worker, &ChatWorker::streamed, this, [&](const QString& piece, bool adapted) {
+    QVERIFY(!adapted);
+    ++pieces;
+    streamed += piece;
+    // The pane received the piece before this (it connected first) and shows it while the answer goes on:
+    // the view grows by exactly the streamed text (toPlainText keeps the length of every character).
+    const qsizetype shown = view->toPlainText().size();
+    if (answer_starts_at < 0) answer_starts_at = shown - piece.size();
+    if (pane_->generating() && shown - answer_starts_at == streamed.size()) ++pieces_seen_in_view;
+  });
+  send_message(QStringLiteral("Hello there"));
+  const ChatReply reply = last_reply();
+  QCOMPARE(reply.stop, forja::StopReason::MaxTokens);
+  QCOMPARE(reply.new_tokens, qint64{1500});
+  QVERIFY2(pieces >= 3, qPrintable(QStringLiteral("%1 pieces").arg(pieces)));
+  QCOMPARE(pieces_seen_in_view, pieces);
+  QCOMPARE(streamed, reply.text);
+  QVERIFY(!reply.text.isEmpty());
+  // The finished conversation: the user's message and the answer (now rendered), and the numbers.
+  QVERIFY(view->toPlainText().contains(QStringLiteral("Hello there")));
+  const QString status = child<QLabel>("chatStatus")->text();
+  QVERIFY2(status.contains(QStringLiteral("tokens/s")) &&
+               status.contains(QStringLiteral("first token after")) &&
+               status.contains(QStringLiteral("max new tokens")),
+           qPrintable(status));
+  QVERIFY(child<QPushButton>("sendButton")->isEnabled());
+  QVERIFY(!child<QPushButton>("stopButton")->isEnabled());
+}
+
+void TestChatPane::stopKeepsTheAnswerSoFar() {
+  open_model(model_dir_);
+  constexpr int kMaxNew = 4000;  // all of the 4096-token context after the prompt: tens of seconds, uncut
+  child<QSpinBox>("maxNewTokens")->setValue(kMaxNew);
+  auto* worker = pane_->findChild<ChatWorker*>();
+  auto* stop = child<QPushButton>("stopButton");
+  bool clicked = false;
+  connect(worker, &ChatWorker::streamed, this, [&] {
+    if (clicked) return;
+    clicked = true;
+    QVERIFY(stop->isEnabled());
+    QTest::mouseClick(stop, Qt::LeftButton);
+  });
+  send_message(QStringLiteral("Tell me a long story"));
+  QVERIFY(clicked);
+  const ChatReply reply = last_reply();
+  QCOMPARE(reply.stop, forja::StopReason::Cancelled);
+  QVERIFY2(reply.new_tokens > 0 && reply.new_tokens < kMaxNew, qPrintable(QString::number(reply.new_tokens)));
+  QVERIFY(!reply.text.isEmpty());
+  // The answer so far stays, marked as stopped, in the view and in the journal.
+  QVERIFY(child<QTextBrowser>("conversation")->toPlainText().contains(QStringLiteral("(stopped)")));
+  QVERIFY(child<QLabel>("chatStatus")->text().contains(QStringLiteral("stopped by you")));
+  const auto messages = window_->context().journal->messages(pane_->chat_id());
+  QCOMPARE(messages.size(), size_t{2});
+  QCOMPARE(QString::fromStdString(messages[1].content), reply.text);
+  // The next message is answered normally.
+  child<QSpinBox>("maxNewTokens")->setValue(8);
+  send_message(QStringLiteral("Shorter, please"));
+  QCOMPARE(last_reply().stop, forja::StopReason::MaxTokens);
+}
+
+void TestChatPane::adapterSwitchesWithoutReload() {
+  open_model(model_dir_);
+  auto* adapter_on = child<QCheckBox>("adapterOn");
+  QVERIFY(!adapter_on->isVisible());
+  QVERIFY(!child<QCheckBox>("compareMode")->isEnabled());
+  // A folder that is no adapter says so, and the chat goes on with the base model.
+  auto* box = child<forja::ui::ErrorBox>("chatError");
+  pane_->open_adapter(tmp_->path());
+  QTRY_VERIFY_WITH_TIMEOUT(box->isVisible(), 30000);
+  QVERIFY2(box->message().contains(QStringLiteral("adapter_config.json")), qPrintable(box->message()));
+  QVERIFY(!pane_->has_adapter() && !adapter_on->isVisible());
+
+  QSignalSpy adapter_ready(pane_, &ChatPane::adapter_ready);
+  pane_->open_adapter(adapter_dir_);
+  QTRY_COMPARE_WITH_TIMEOUT(adapter_ready.count(), 1, 30000);
+  QVERIFY(!box->isVisible());
+  QVERIFY(adapter_on->isVisible() && adapter_on->isChecked());
+  QCOMPARE(child<QLabel>("adapterLabel")->text(), QStringLiteral("Adapter: adapter"));
+  child<QSpinBox>("maxNewTokens")->setValue(24);
+
+  QSignalSpy reloads(pane_, &ChatPane::model_ready_changed);
+  auto answer = [&] {
+    QTest::mouseClick(child<QPushButton>("newChat"), Qt::LeftButton);
+    send_message(QStringLiteral("Hi"));
+    return last_reply().text;
+  };
+  const QString tuned = answer();
+  toggle(adapter_on);
+  QVERIFY(!adapter_on->isChecked());
+  const QString base = answer();
+  toggle(adapter_on);
+  QVERIFY(adapter_on->isChecked());
+  const QString tuned_again = answer();
+  QVERIFY(tuned != base);
+  QCOMPARE(tuned_again, tuned);
+  QCOMPARE(reloads.count(), 0);  // switched in place, never reloaded
+  // The chat remembers which adapter answered.
+  const auto chats = window_->context().journal->chats();
+  QCOMPARE(chats.size(), size_t{3});
+  QCOMPARE(QString::fromStdString(chats[0].adapter_path), adapter_dir_);
+  QCOMPARE(QString::fromStdString(chats[1].adapter_path), QString());
+}
+
+void TestChatPane::compareShowsBothAnswersWithScores() {
+  open_model(model_dir_);
+  QSignalSpy adapter_ready(pane_, &ChatPane::adapter_ready);
+  pane_->open_adapter(adapter_dir_);
+  QTRY_COMPARE_WITH_TIMEOUT(adapter_ready.count(), 1, 30000);
+  child<QSpinBox>("maxNewTokens")->setValue(16);
+  // The plain answers first, adapter off and on.
+  toggle(child<QCheckBox>("adapterOn"));
+  send_message(QStringLiteral("Hi"));
+  const ChatReply base = last_reply();
+  toggle(child<QCheckBox>("adapterOn"));
+  QTest::mouseClick(child<QPushButton>("newChat"), Qt::LeftButton);
+  send_message(QStringLiteral("Hi"));
+  const ChatReply tuned = last_reply();
+  QTest::mouseClick(child<QPushButton>("newChat"), Qt::LeftButton);
+
+  auto* worker = pane_->findChild<ChatWorker*>();
+  QSignalSpy compared(worker, &ChatWorker::compared);
+  auto* mode = child<QCheckBox>("compareMode");
+  QVERIFY(mode->isEnabled());
+  toggle(mode);
+  QVERIFY(child<QWidget>("compareView")->isVisible());
+  send_message(QStringLiteral("Hi"));
+  QCOMPARE(compared.count(), 1);
+  const auto c = compared.last().at(0).value<CompareReply>();
+  // Greedy: the same answers as the plain chat gave with the adapter off and on.
+  QCOMPARE(c.base.text, base.text);
+  QCOMPARE(c.adapted.text, tuned.text);
+  QVERIFY(c.base.text != c.adapted.text);
+  // Side by side, each rendered as Markdown.
+  auto rendered = [](const QString& markdown) {
+    QTextDocument doc;
+    doc.setMarkdown(markdown, QTextDocument::MarkdownFeatures(QTextDocument::MarkdownDialectGitHub) |
+                                  QTextDocument::MarkdownNoHTML);
+    return doc.toPlainText();
+  };
+  QCOMPARE(child<QTextBrowser>("compareBase")->toPlainText(), rendered(base.text));
+  QCOMPARE(child<QTextBrowser>("compareAdapted")->toPlainText(), rendered(tuned.text));
+  QCOMPARE(child<QLabel>("comparePrompt")->text(), QStringLiteral("Hi"));
+  // A greedy token is its model's most likely one, so its probability is at least 1/1400 (the vocabulary):
+  // the mean log-prob under its own model lies in [-ln 1400, 0]. Under the other model it is another number.
+  const double floor = -std::log(double(kTokenizerVocab));
+  QVERIFY(c.base.mean_logprob <= 0 && c.base.mean_logprob >= floor);
+  QVERIFY(c.adapted.mean_logprob <= 0 && c.adapted.mean_logprob >= floor);
+  QVERIFY(c.base_under_adapter < 0 && c.base_under_adapter != c.base.mean_logprob);
+  QVERIFY(c.adapted_under_base < 0 && c.adapted_under_base != c.adapted.mean_logprob);
+  const QString score = child<QLabel>("compareBaseScore")->text();
+  QVERIFY2(score.contains(QString::number(c.base.mean_logprob, 'f', 3)) &&
+               score.contains(QString::number(c.base_under_adapter, 'f', 3)),
+           qPrintable(score));
+  QVERIFY(
+      child<QLabel>("compareAdaptedScore")->text().contains(QString::number(c.adapted_under_base, 'f', 3)));
+  // A comparison is not part of a conversation: no chat was saved for it.
+  QCOMPARE(window_->context().journal->chats().size(), size_t{2});
+  QCOMPARE(pane_->chat_id(), int64_t{0});
+}
+
+void TestChatPane::chatsAreKeptAndReopen() {
+  open_model(model_dir_);
+  child<QSpinBox>("maxNewTokens")->setValue(12);
+  QTest::keyClicks(child<QPlainTextEdit>("systemPrompt"), QStringLiteral("Be brief."));
+  send_message(QStringLiteral("First question"));
+  const qint64 first_prompt = last_reply().prompt_tokens;
+  send_message(QStringLiteral("Second question"));
+  const QString second_answer = last_reply().text;
+  const int64_t id = pane_->chat_id();
+  QVERIFY(id > 0);
+  auto* list = child<QListWidget>("chatList");
+  QCOMPARE(list->count(), 1);
+  QCOMPARE(list->item(0)->text(), QStringLiteral("First question"));
+  const auto messages = window_->context().journal->messages(id);
+  QCOMPARE(messages.size(), size_t{5});
+  const char* roles[] = {"system", "user", "assistant", "user", "assistant"};
+  for (size_t i = 0; i < messages.size(); ++i) QCOMPARE(messages[i].role, std::string(roles[i]));
+  QCOMPARE(messages[0].content, std::string("Be brief."));
+  QCOMPARE(QString::fromStdString(messages[4].content), second_answer);
+
+  // A new window (a restart) lists the chat; a click shows it again, system prompt included.
+  delete answered_;
+  delete finished_;
+  answered_ = finished_ = nullptr;
+  delete window_;
+  open_window();
+  open_model(model_dir_);
+  child<QSpinBox>("maxNewTokens")->setValue(12);
+  list = child<QListWidget>("chatList");
+  QCOMPARE(list->count(), 1);
+  QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, list->visualItemRect(list->item(0)).center());
+  QCOMPARE(pane_->chat_id(), id);
+  const QString shown = child<QTextBrowser>("conversation")->toPlainText();
+  QVERIFY(shown.contains(QStringLiteral("First question")) &&
+          shown.contains(QStringLiteral("Second question")));
+  QCOMPARE(child<QPlainTextEdit>("systemPrompt")->toPlainText(), QStringLiteral("Be brief."));
+  // The next message continues it: the engine was given the earlier turns, so the prompt is longer than the
+  // first one was, and the exchange joins the same chat.
+  send_message(QStringLiteral("Third question"));
+  QVERIFY(last_reply().prompt_tokens > first_prompt + 10);
+  QCOMPARE(pane_->chat_id(), id);
+  QCOMPARE(window_->context().journal->messages(id).size(), size_t{7});
+
+  // Delete (after confirming): gone from the list and the journal, and the view starts over.
+  list->setCurrentRow(0);
+  forja::test::answer_next_message_box(QMessageBox::Yes);
+  QTest::mouseClick(child<QPushButton>("deleteChat"), Qt::LeftButton);
+  QCOMPARE(list->count(), 0);
+  QVERIFY(window_->context().journal->chats().empty());
+  QCOMPARE(pane_->chat_id(), int64_t{0});
+  QVERIFY(child<QTextBrowser>("conversation")->toPlainText().isEmpty());
+}
+
+void TestChatPane::modelWithoutTokenizerShowsError() {
+  // The fixture folder itself has no tokenizer files: the Model pane opens it, the chat cannot.
+  window_->open_model(QString::fromStdString(kFixtureModel.string()));
+  for (int i = 0; i < window_->pane_count(); ++i)
+    if (window_->pane(i) == pane_) window_->show_pane(i);
+  auto* box = child<forja::ui::ErrorBox>("chatError");
+  QTRY_VERIFY_WITH_TIMEOUT(box->isVisible(), 30000);
+  QVERIFY2(box->message().contains(QStringLiteral("tokenizer")), qPrintable(box->message()));
+  QVERIFY(!box->hint().isEmpty());
+  QVERIFY(!pane_->model_ready());
+  QVERIFY(!child<QPushButton>("sendButton")->isEnabled());
+  // A good folder afterwards clears the error and loads.
+  open_model(model_dir_);
+  QVERIFY(!box->isVisible());
+  QVERIFY(child<QPushButton>("sendButton")->isEnabled());
+}
+
+void TestChatPane::staysResponsiveWhileGenerating() {
+  open_model(model_dir_);
+  child<QSpinBox>("maxNewTokens")->setValue(2000);
+  // A timer every 10 ms measures the longest time the event loop went without running it, from Send to the
+  // end of the answer's final rendering.
+  QElapsedTimer clock;
+  qint64 last = -1, longest = 0;
+  int ticks = 0;
+  QTimer timer;
+  timer.setInterval(10);
+  connect(&timer, &QTimer::timeout, this, [&] {
+    const qint64 now = clock.elapsed();
+    if (last >= 0) longest = std::max(longest, now - last);
+    last = now;
+    ++ticks;
+  });
+  clock.start();
+  timer.start();
+  send_message(QStringLiteral("Write as much as you can"));
+  QTest::qWait(100);  // the ticks after the final rendering
+  timer.stop();
+  QCOMPARE(last_reply().new_tokens, qint64{2000});
+  qInfo("generation: %lld tokens at %.0f tokens/s; %d ticks, longest gap %lld ms", last_reply().new_tokens,
+        last_reply().tokens_per_second, ticks, longest);
+  QVERIFY(ticks > 10);
+  // 50 ms: the brief's limit, five timer periods; a stall of the GUI thread on engine work would be far
+  // longer (the whole generation).
+  QVERIFY2(longest < 50, qPrintable(QStringLiteral("the event loop stalled for %1 ms").arg(longest)));
+}
+
+QTEST_MAIN(TestChatPane)
+#include "test_chat_pane.moc"

@@ -1,0 +1,733 @@
+// ChatPane: the layout, the hand-off to the ChatWorker, the streaming conversation view and the journal.
+#include "panes/chat_pane.h"
+
+#include <QCheckBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QListWidget>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QShortcut>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTextBrowser>
+#include <QTextCursor>
+#include <QTextDocument>
+#include <QVBoxLayout>
+
+#include <limits>
+#include <optional>
+
+#include "error_box.h"
+#include "forja/error.h"
+#include "forja/journal.h"
+#include "format.h"
+
+namespace forja::ui {
+namespace {
+
+const QString kUser = QStringLiteral("user");
+const QString kAssistant = QStringLiteral("assistant");
+const QString kSystem = QStringLiteral("system");
+
+// A chat's title in the list: its first message, on one line, cut at a length that fits the list.
+constexpr int kTitleChars = 60;
+
+QSpinBox* int_box(int lo, int hi, int value) {
+  auto* b = new QSpinBox;
+  b->setRange(lo, hi);
+  b->setValue(value);
+  return b;
+}
+
+QDoubleSpinBox* real_box(double lo, double hi, double value, int decimals, double step) {
+  auto* b = new QDoubleSpinBox;
+  b->setDecimals(decimals);
+  b->setRange(lo, hi);
+  b->setSingleStep(step);
+  b->setValue(value);
+  return b;
+}
+
+QString chat_title(const QString& first_message) {
+  QString line = first_message.simplified();
+  if (line.size() > kTitleChars) line = line.left(kTitleChars - 1) + QChar(0x2026);  // …
+  return line;
+}
+
+// Model text may contain HTML; it is shown as text, not interpreted.
+constexpr auto kMarkdown =
+    QTextDocument::MarkdownFeatures(QTextDocument::MarkdownDialectGitHub) | QTextDocument::MarkdownNoHTML;
+
+}  // namespace
+
+ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
+  setObjectName(QStringLiteral("ChatPane"));
+  worker_ = new ChatWorker(this);
+
+  auto* heading = make_heading(tr("Chat"));
+  model_label_ = new QLabel(tr("Open a model in the Model pane to chat with it."));
+  model_label_->setObjectName(QStringLiteral("chatModel"));
+  model_label_->setWordWrap(true);
+  error_ = new ErrorBox;
+  error_->setObjectName(QStringLiteral("chatError"));
+
+  // Left: the chats kept in the journal.
+  chat_list_ = new QListWidget;
+  chat_list_->setObjectName(QStringLiteral("chatList"));
+  connect(chat_list_, &QListWidget::itemClicked, this,
+          [this](QListWidgetItem* item) { open_chat(item->data(Qt::UserRole).toLongLong()); });
+  connect(chat_list_, &QListWidget::itemActivated, this,
+          [this](QListWidgetItem* item) { open_chat(item->data(Qt::UserRole).toLongLong()); });
+  connect(chat_list_, &QListWidget::currentItemChanged, this, &ChatPane::update_controls);
+  auto* del = new QShortcut(QKeySequence::Delete, chat_list_, nullptr, nullptr, Qt::WidgetShortcut);
+  connect(del, &QShortcut::activated, this, &ChatPane::delete_selected_chat);
+  new_chat_ = new QPushButton(QIcon(QStringLiteral(":/icons/chat.svg")), tr("New Chat"));
+  new_chat_->setObjectName(QStringLiteral("newChat"));
+  new_chat_->setToolTip(tr("Start a new conversation (%1)")
+                            .arg(QKeySequence(QKeySequence::New).toString(QKeySequence::NativeText)));
+  new_chat_->setShortcut(QKeySequence::New);
+  connect(new_chat_, &QPushButton::clicked, this, &ChatPane::new_chat);
+  delete_chat_ = new QPushButton(QIcon(QStringLiteral(":/icons/delete.svg")), tr("Delete…"));
+  delete_chat_->setObjectName(QStringLiteral("deleteChat"));
+  delete_chat_->setToolTip(tr("Delete the selected chat and its messages (Del)"));
+  connect(delete_chat_, &QPushButton::clicked, this, &ChatPane::delete_selected_chat);
+  auto* chats_box = new QGroupBox(tr("Chats"));
+  auto* chats_layout = new QVBoxLayout(chats_box);
+  chats_layout->addWidget(new_chat_);
+  chats_layout->addWidget(chat_list_, 1);
+  chats_layout->addWidget(delete_chat_);
+
+  // Middle: the conversation, or the two answers of a comparison, and the message box.
+  conversation_ = new QTextBrowser;
+  conversation_->setObjectName(QStringLiteral("conversation"));
+  conversation_->setOpenExternalLinks(true);
+  conversation_->setPlaceholderText(tr("Your conversation appears here."));
+  compare_prompt_ = new QLabel;
+  compare_prompt_->setObjectName(QStringLiteral("comparePrompt"));
+  compare_prompt_->setWordWrap(true);
+  compare_prompt_->setTextFormat(Qt::PlainText);
+  compare_prompt_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto make_column = [this](const QString& title, const QString& name, QTextBrowser*& view, QLabel*& score) {
+    auto* column = new QWidget;
+    auto* l = new QVBoxLayout(column);
+    l->setContentsMargins(0, 0, 0, 0);
+    auto* label = new QLabel(title);
+    QFont bold = label->font();
+    bold.setBold(true);
+    label->setFont(bold);
+    view = new QTextBrowser;
+    view->setObjectName(name);
+    view->setOpenExternalLinks(true);
+    score = new QLabel;
+    score->setObjectName(name + QStringLiteral("Score"));
+    score->setWordWrap(true);
+    l->addWidget(label);
+    l->addWidget(view, 1);
+    l->addWidget(score);
+    return column;
+  };
+  auto* columns = new QSplitter(Qt::Horizontal);
+  columns->addWidget(
+      make_column(tr("Base model"), QStringLiteral("compareBase"), compare_base_, compare_base_score_));
+  columns->addWidget(make_column(tr("Fine-tuned (adapter on)"), QStringLiteral("compareAdapted"),
+                                 compare_adapted_, compare_adapted_score_));
+  auto* compare_view = new QWidget;
+  compare_view->setObjectName(QStringLiteral("compareView"));
+  auto* compare_layout = new QVBoxLayout(compare_view);
+  compare_layout->setContentsMargins(0, 0, 0, 0);
+  compare_layout->addWidget(compare_prompt_);
+  compare_layout->addWidget(columns, 1);
+  views_ = new QStackedWidget;
+  views_->addWidget(conversation_);
+  views_->addWidget(compare_view);
+
+  input_ = new QPlainTextEdit;
+  input_->setObjectName(QStringLiteral("chatInput"));
+  input_->setPlaceholderText(tr("Message (Enter sends, Shift+Enter starts a new line)"));
+  input_->setTabChangesFocus(true);
+  input_->setMaximumHeight(input_->fontMetrics().lineSpacing() * 5 + 12);  // about four lines and a margin
+  input_->installEventFilter(this);
+  send_ = new QPushButton(tr("Send"));
+  send_->setObjectName(QStringLiteral("sendButton"));
+  connect(send_, &QPushButton::clicked, this, &ChatPane::send);
+  stop_ = new QPushButton(tr("Stop"));
+  stop_->setObjectName(QStringLiteral("stopButton"));
+  stop_->setToolTip(tr("Stop the answer here; what was written so far stays"));
+  connect(stop_, &QPushButton::clicked, this, &ChatPane::stop);
+  compare_mode_ = new QCheckBox(tr("Compare base vs fine-tuned"));
+  compare_mode_->setObjectName(QStringLiteral("compareMode"));
+  compare_mode_->setToolTip(
+      tr("Answer the next message with the adapter off and on, side by side, and score each answer under "
+         "both models. The answers do not join the conversation."));
+  connect(compare_mode_, &QCheckBox::toggled, this, [this](bool on) { views_->setCurrentIndex(on ? 1 : 0); });
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(send_);
+  buttons->addWidget(stop_);
+  buttons->addWidget(compare_mode_);
+  buttons->addStretch(1);
+  status_ = new QLabel;
+  status_->setObjectName(QStringLiteral("chatStatus"));
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* middle = new QWidget;
+  auto* middle_layout = new QVBoxLayout(middle);
+  middle_layout->setContentsMargins(0, 0, 0, 0);
+  middle_layout->addWidget(views_, 1);
+  middle_layout->addWidget(input_);
+  middle_layout->addLayout(buttons);
+  middle_layout->addWidget(status_);
+
+  // Right: how the model answers.
+  system_prompt_ = new QPlainTextEdit;
+  system_prompt_->setObjectName(QStringLiteral("systemPrompt"));
+  system_prompt_->setPlaceholderText(tr("Optional: how the assistant should behave"));
+  system_prompt_->setTabChangesFocus(true);
+  system_prompt_->setMaximumHeight(input_->fontMetrics().lineSpacing() * 6 + 12);
+  // Defaults of common chat front ends: some variety (0.7, top-p 0.9, top-k 40) and an answer of a page.
+  temperature_ = real_box(0, 2, 0.7, 2, 0.05);
+  temperature_->setToolTip(tr("0 always picks the most likely token (greedy); higher is more varied"));
+  top_p_ = real_box(0.01, 1, 0.9, 2, 0.05);
+  top_p_->setToolTip(
+      tr("Sample only from the most likely tokens that together have this probability; 1 is off"));
+  top_k_ = int_box(0, 100000, 40);
+  top_k_->setSpecialValueText(tr("off"));
+  top_k_->setToolTip(tr("Sample only from this many most likely tokens; 0 is off"));
+  max_new_tokens_ = int_box(1, 1000000, 512);
+  repetition_penalty_ = real_box(1, 3, 1, 2, 0.05);
+  repetition_penalty_->setToolTip(tr("Above 1 makes tokens already in the conversation less likely"));
+  seed_ = int_box(0, std::numeric_limits<int>::max(), 0);
+  seed_->setToolTip(tr("The same seed, message and settings give the same answer"));
+  const QList<std::pair<QWidget*, const char*>> named = {{temperature_, "temperature"},
+                                                         {top_p_, "topP"},
+                                                         {top_k_, "topK"},
+                                                         {max_new_tokens_, "maxNewTokens"},
+                                                         {repetition_penalty_, "repetitionPenalty"},
+                                                         {seed_, "seed"}};
+  for (const auto& [w, name] : named) w->setObjectName(QString::fromLatin1(name));
+  adapter_label_ = new QLabel(tr("No adapter: answers come from the base model."));
+  adapter_label_->setObjectName(QStringLiteral("adapterLabel"));
+  adapter_label_->setWordWrap(true);
+  adapter_on_ = new QCheckBox(tr("Adapter on"));
+  adapter_on_->setObjectName(QStringLiteral("adapterOn"));
+  adapter_on_->setToolTip(tr("Switch the fine-tuning off and on without reloading"));
+  connect(adapter_on_, &QCheckBox::toggled, this, [this](bool on) {
+    if (!adapter_loaded_) return;
+    worker_->set_adapter_enabled(on);
+    status_->setText(on ? tr("Adapter on: answers come from the fine-tuned model.")
+                        : tr("Adapter off: answers come from the base model."));
+  });
+  load_adapter_ = new QPushButton(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("Load Adapter…"));
+  load_adapter_->setObjectName(QStringLiteral("loadAdapter"));
+  connect(load_adapter_, &QPushButton::clicked, this, [this] {
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Open a LoRA adapter folder (adapter_config.json)"),
+                                          adapter_dir_.isEmpty() ? QDir::homePath() : adapter_dir_);
+    if (!dir.isEmpty()) open_adapter(dir);
+  });
+
+  auto* form = new QFormLayout;
+  form->addRow(tr("System prompt:"), system_prompt_);
+  form->addRow(tr("Temperature:"), temperature_);
+  form->addRow(tr("Top-p:"), top_p_);
+  form->addRow(tr("Top-k:"), top_k_);
+  form->addRow(tr("Max new tokens:"), max_new_tokens_);
+  form->addRow(tr("Repetition penalty:"), repetition_penalty_);
+  form->addRow(tr("Seed:"), seed_);
+  auto* adapter_box = new QGroupBox(tr("Adapter"));
+  auto* adapter_layout = new QVBoxLayout(adapter_box);
+  adapter_layout->addWidget(adapter_label_);
+  adapter_layout->addWidget(adapter_on_);
+  adapter_layout->addWidget(load_adapter_);
+  auto* settings = new QWidget;
+  auto* settings_layout = new QVBoxLayout(settings);
+  settings_layout->addLayout(form);
+  settings_layout->addWidget(adapter_box);
+  settings_layout->addStretch(1);
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(settings);
+  scroll->setWidgetResizable(true);
+  scroll->setMinimumWidth(280);
+
+  auto* split = new QSplitter;
+  split->addWidget(chats_box);
+  split->addWidget(middle);
+  split->addWidget(scroll);
+  split->setStretchFactor(1, 1);
+  split->setSizes({200, 600, 300});
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(heading);
+  layout->addWidget(model_label_);
+  layout->addWidget(error_);
+  layout->addWidget(split, 1);
+
+  connect(worker_, &ChatWorker::model_loaded, this, [this](const QString& dir, const QString& description) {
+    if (--pending_loads_ > 0) return;  // a newer model is queued
+    model_ready_ = true;
+    model_label_->setText(tr("%1 — %2").arg(QDir::toNativeSeparators(dir), description));
+    update_controls();
+    Q_EMIT model_ready_changed(true);
+  });
+  connect(worker_, &ChatWorker::model_failed, this,
+          [this](const QString& dir, const QString& message, const QString& hint) {
+            if (--pending_loads_ > 0) return;
+            model_ready_ = false;
+            loaded_dir_.clear();
+            model_label_->setText(tr("Could not load %1").arg(QDir::toNativeSeparators(dir)));
+            error_->show_error(message, hint);
+            update_controls();
+            Q_EMIT model_ready_changed(false);
+          });
+  connect(worker_, &ChatWorker::adapter_loaded, this, [this](const QString& dir) {
+    if (dir != adapter_dir_) return;  // another adapter was asked for since
+    adapter_loaded_ = true;
+    adapter_label_->setText(tr("Adapter: %1").arg(QFileInfo(dir).fileName()));
+    adapter_label_->setToolTip(QDir::toNativeSeparators(dir));
+    const QSignalBlocker quiet(adapter_on_);  // a new adapter starts enabled in the engine too
+    adapter_on_->setChecked(true);
+    update_controls();
+    Q_EMIT adapter_ready(dir);
+  });
+  connect(worker_, &ChatWorker::adapter_failed, this,
+          [this](const QString& dir, const QString& message, const QString& hint) {
+            if (dir != adapter_dir_) return;
+            adapter_dir_.clear();
+            adapter_loaded_ = false;
+            adapter_label_->setText(tr("No adapter: answers come from the base model."));
+            // Without a model the model's own error is the one to read.
+            if (!loaded_dir_.isEmpty()) error_->show_error(message, hint);
+            update_controls();
+          });
+  connect(worker_, &ChatWorker::streamed, this, &ChatPane::on_streamed);
+  connect(worker_, &ChatWorker::answered, this, &ChatPane::on_answered);
+  connect(worker_, &ChatWorker::compared, this, &ChatPane::on_compared);
+  connect(worker_, &ChatWorker::generation_failed, this, &ChatPane::on_generation_failed);
+
+  if (!context_.journal)
+    error_->show_error(tr("Chats are not saved: %1").arg(context_.journal_error), context_.journal_hint,
+                       ErrorBox::Severity::Warning);
+  refresh_chats();
+  update_controls();
+}
+
+ChatPane::~ChatPane() {
+  // The worker first: it stops a generation and waits for its thread, whose queued signals target this pane.
+  delete worker_;
+}
+
+forja::GenerationConfig ChatPane::generation_config() const {
+  forja::GenerationConfig c;
+  c.max_new_tokens = max_new_tokens_->value();
+  c.temperature = temperature_->value();
+  c.top_p = top_p_->value();
+  c.top_k = top_k_->value();
+  c.repetition_penalty = repetition_penalty_->value();
+  c.seed = static_cast<uint64_t>(seed_->value());
+  return c;
+}
+
+void ChatPane::set_model_dir(const QString& dir) {
+  if (dir == model_dir_) {
+    if (isVisible()) load_model_if_needed();  // again after a failed load
+    return;
+  }
+  model_dir_ = dir;
+  // The adapter and the conversation belong to the previous model.
+  adapter_dir_.clear();
+  adapter_loaded_ = false;
+  adapter_label_->setText(tr("No adapter: answers come from the base model."));
+  model_ready_ = false;
+  error_->clear();
+  if (generating_) {
+    worker_->stop();
+    new_chat_after_answer_ = true;
+  } else {
+    new_chat();
+  }
+  model_label_->setText(tr("%1 — loads when this pane is shown.").arg(QDir::toNativeSeparators(dir)));
+  if (isVisible()) load_model_if_needed();
+  update_controls();
+  Q_EMIT model_ready_changed(false);
+}
+
+void ChatPane::load_model_if_needed() {
+  if (model_dir_.isEmpty() || loaded_dir_ == model_dir_) return;
+  loaded_dir_ = model_dir_;
+  ++pending_loads_;
+  model_label_->setText(tr("Loading %1…").arg(QDir::toNativeSeparators(model_dir_)));
+  worker_->load_model(model_dir_);
+  if (!adapter_dir_.isEmpty()) worker_->load_adapter(adapter_dir_);  // queued after the model
+  update_controls();
+}
+
+void ChatPane::open_adapter(const QString& adapter_dir) {
+  if (adapter_dir.isEmpty()) return;
+  adapter_dir_ = adapter_dir;
+  adapter_loaded_ = false;
+  adapter_label_->setText(tr("Adapter %1 loads with the model.").arg(QFileInfo(adapter_dir).fileName()));
+  error_->clear();
+  // With the model loaded or loading, the request queues after it; otherwise load_model_if_needed sends it.
+  if (!loaded_dir_.isEmpty()) {
+    adapter_label_->setText(tr("Loading adapter %1…").arg(QFileInfo(adapter_dir).fileName()));
+    worker_->load_adapter(adapter_dir);
+  }
+  update_controls();
+}
+
+void ChatPane::showEvent(QShowEvent* event) {
+  Pane::showEvent(event);
+  load_model_if_needed();
+}
+
+bool ChatPane::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == input_ && event->type() == QEvent::KeyPress) {
+    const auto* key = static_cast<QKeyEvent*>(event);
+    if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) &&
+        !(key->modifiers() & Qt::ShiftModifier)) {
+      send();
+      return true;  // Enter sends; Shift+Enter reaches the editor and starts a new line
+    }
+  }
+  return Pane::eventFilter(watched, event);
+}
+
+void ChatPane::send() {
+  const QString text = input_->toPlainText().trimmed();
+  if (text.isEmpty() || !model_ready_ || generating_) return;
+  error_->clear();
+  input_->clear();
+  pending_user_ = text;
+  const QString system = system_prompt_->toPlainText().trimmed();
+  generating_ = true;
+  comparing_ = compare_mode_->isChecked() && adapter_loaded_;
+  if (comparing_) {
+    compare_prompt_->setText(text);
+    compare_base_->clear();
+    compare_adapted_->clear();
+    compare_base_score_->clear();
+    compare_adapted_score_->clear();
+    views_->setCurrentIndex(1);
+    worker_->compare(text, system, generation_config());
+  } else {
+    shown_.push_back({kUser, text});
+    shown_.push_back({kAssistant, QString()});
+    views_->setCurrentIndex(0);
+    // Only the new messages are added: a long conversation is not laid out again.
+    QTextCursor end(conversation_->document());
+    end.movePosition(QTextCursor::End);
+    insert_message(end, shown_.size() - 2);
+    insert_message(end, shown_.size() - 1);
+    answer_start_ = end.position();
+    conversation_->verticalScrollBar()->setValue(conversation_->verticalScrollBar()->maximum());
+    worker_->send(text, system, generation_config());
+  }
+  status_->setText(tr("Writing…"));
+  update_controls();
+}
+
+void ChatPane::stop() {
+  if (!generating_) return;
+  worker_->stop();
+  status_->setText(tr("Stopping…"));
+}
+
+void ChatPane::on_streamed(const QString& text, bool adapted) {
+  if (!generating_) return;
+  if (comparing_) {
+    append_text(adapted ? compare_adapted_ : compare_base_, text);
+  } else if (!shown_.isEmpty()) {
+    shown_.back().text += text;
+    append_text(conversation_, text);
+  }
+}
+
+void ChatPane::on_answered(const ChatReply& reply) {
+  if (!shown_.isEmpty() && shown_.back().role == kAssistant && answer_start_ >= 0) {
+    shown_.back().text = reply.text;
+    shown_.back().stopped = reply.stop == forja::StopReason::Cancelled;
+    // The streamed plain text gives way to the answer rendered as Markdown; the rest stays as it is.
+    QTextCursor answer(conversation_->document());
+    answer.setPosition(answer_start_);
+    answer.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+    answer.removeSelectedText();
+    insert_body(answer, shown_.back(), /*streaming=*/false);
+    answer_start_ = -1;
+  }
+  save_exchange(pending_user_, reply.text);
+  status_->setText(describe(reply));
+  finish_generation();
+}
+
+void ChatPane::on_compared(const CompareReply& reply) {
+  auto show = [this](QTextBrowser* view, QLabel* score, const ChatReply& r, double under_base,
+                     double under_adapter) {
+    view->document()->setMarkdown(r.text, kMarkdown);
+    if (r.stop == forja::StopReason::Cancelled) append_text(view, QStringLiteral("\n") + tr("(stopped)"));
+    score->setText(tr("%n token(s); mean log-prob per token: %1 under the base model, %2 with the adapter",
+                      nullptr, static_cast<int>(r.new_tokens))
+                       .arg(under_base, 0, 'f', 3)
+                       .arg(under_adapter, 0, 'f', 3));
+  };
+  show(compare_base_, compare_base_score_, reply.base, reply.base.mean_logprob, reply.base_under_adapter);
+  show(compare_adapted_, compare_adapted_score_, reply.adapted, reply.adapted_under_base,
+       reply.adapted.mean_logprob);
+  status_->setText(tr("Base: %1\nFine-tuned: %2").arg(describe(reply.base), describe(reply.adapted)));
+  finish_generation();
+}
+
+void ChatPane::on_generation_failed(const QString& message, const QString& hint) {
+  if (!generating_) {  // a settings request failed; nothing was being written
+    error_->show_error(message, hint);
+    return;
+  }
+  error_->show_error(message, hint);
+  // The engine kept the conversation as it was: so does the view, and the message goes back to the box.
+  if (!comparing_ && shown_.size() >= 2) {
+    shown_.resize(shown_.size() - 2);
+    render_conversation();
+  }
+  if (input_->toPlainText().isEmpty()) input_->setPlainText(pending_user_);
+  status_->clear();
+  finish_generation();
+}
+
+void ChatPane::finish_generation() {
+  generating_ = false;
+  pending_user_.clear();
+  answer_start_ = -1;
+  comparing_ = false;
+  if (new_chat_after_answer_) {
+    new_chat_after_answer_ = false;
+    new_chat();
+  }
+  update_controls();
+  Q_EMIT answer_finished();
+}
+
+void ChatPane::new_chat() {
+  if (generating_) return;
+  chat_id_ = 0;
+  saved_system_.clear();
+  shown_.clear();
+  render_conversation();
+  compare_prompt_->clear();
+  compare_base_->clear();
+  compare_adapted_->clear();
+  compare_base_score_->clear();
+  compare_adapted_score_->clear();
+  status_->clear();
+  worker_->set_conversation(system_prompt_->toPlainText().trimmed(), {});
+  chat_list_->clearSelection();
+  chat_list_->setCurrentItem(nullptr);
+  input_->setFocus();
+  update_controls();
+}
+
+void ChatPane::open_chat(int64_t chat_id) {
+  if (generating_ || !context_.journal || chat_id == chat_id_) return;
+  std::vector<forja::MessageRecord> messages;
+  std::optional<forja::ChatRecord> record;
+  try {
+    messages = context_.journal->messages(chat_id);
+    for (const auto& c : context_.journal->chats())
+      if (c.id == chat_id) record = c;
+  } catch (const forja::Error& e) {
+    error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+    return;
+  }
+  error_->clear();
+  shown_.clear();
+  std::vector<forja::ChatTurn> turns;
+  QString system;
+  for (const auto& m : messages) {
+    const QString role = QString::fromStdString(m.role);
+    if (role == kSystem) {
+      system = QString::fromStdString(m.content);  // a later one replaced it mid-chat
+      continue;
+    }
+    shown_.push_back({role, QString::fromStdString(m.content)});
+    turns.push_back({m.role, m.content});
+  }
+  chat_id_ = chat_id;
+  saved_system_ = system;
+  system_prompt_->setPlainText(system);
+  worker_->set_conversation(system, turns);
+  compare_mode_->setChecked(false);
+  render_conversation();
+  const QString chat_model = record ? QString::fromStdString(record->model_dir) : QString();
+  status_->setText(!chat_model.isEmpty() && chat_model != model_dir_
+                       ? tr("This chat was with %1; new answers come from the model open now.")
+                             .arg(QDir::toNativeSeparators(chat_model))
+                       : QString());
+  update_controls();
+}
+
+void ChatPane::delete_selected_chat() {
+  QListWidgetItem* item = chat_list_->currentItem();
+  if (!item || generating_ || !context_.journal) return;
+  const int64_t id = item->data(Qt::UserRole).toLongLong();
+  const auto answer = QMessageBox::question(this, tr("Delete chat"),
+                                            tr("Delete the chat “%1” and its messages?").arg(item->text()),
+                                            QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
+  if (answer != QMessageBox::Yes) return;
+  try {
+    context_.journal->delete_chat(id);
+  } catch (const forja::Error& e) {
+    error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+    return;
+  }
+  if (id == chat_id_) new_chat();
+  refresh_chats();
+}
+
+void ChatPane::refresh_chats() {
+  if (!context_.journal) return;
+  std::vector<forja::ChatRecord> chats;
+  try {
+    chats = context_.journal->chats();
+  } catch (const forja::Error& e) {
+    error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+    return;
+  }
+  const QSignalBlocker quiet(chat_list_);
+  chat_list_->clear();
+  for (const auto& c : chats) {
+    auto* item = new QListWidgetItem(QString::fromStdString(c.title), chat_list_);
+    item->setData(Qt::UserRole, static_cast<qlonglong>(c.id));
+    QString tip = tr("%1\n%2").arg(format_timestamp_ms(c.updated_at_ms),
+                                   QDir::toNativeSeparators(QString::fromStdString(c.model_dir)));
+    if (!c.adapter_path.empty())
+      tip += QStringLiteral("\n") +
+             tr("Adapter: %1").arg(QDir::toNativeSeparators(QString::fromStdString(c.adapter_path)));
+    item->setToolTip(tip);
+    if (c.id == chat_id_) chat_list_->setCurrentItem(item);
+  }
+  update_controls();
+}
+
+void ChatPane::save_exchange(const QString& user_text, const QString& answer) {
+  if (!context_.journal || user_text.isEmpty()) return;
+  const QString system = system_prompt_->toPlainText().trimmed();
+  try {
+    forja::Journal& journal = *context_.journal;
+    if (chat_id_ == 0) {
+      const bool adapter_on = adapter_loaded_ && adapter_on_->isChecked();
+      chat_id_ = journal.create_chat(chat_title(user_text).toStdString(), model_dir_.toStdString(),
+                                     adapter_on ? adapter_dir_.toStdString() : std::string(), std::nullopt);
+      saved_system_.clear();
+    }
+    if (system != saved_system_) {
+      journal.add_message(chat_id_, kSystem.toStdString(), system.toStdString());
+      saved_system_ = system;
+    }
+    journal.add_message(chat_id_, kUser.toStdString(), user_text.toStdString());
+    journal.add_message(chat_id_, kAssistant.toStdString(), answer.toStdString());
+  } catch (const forja::Error& e) {
+    error_->show_error(tr("This chat could not be saved: %1").arg(QString::fromStdString(e.message())),
+                       QString::fromStdString(e.hint()), ErrorBox::Severity::Warning);
+  }
+  refresh_chats();
+}
+
+void ChatPane::render_conversation() {
+  answer_start_ = -1;
+  conversation_->document()->clear();
+  QTextCursor c(conversation_->document());
+  for (qsizetype i = 0; i < shown_.size(); ++i) insert_message(c, i);
+  conversation_->verticalScrollBar()->setValue(conversation_->verticalScrollBar()->maximum());
+}
+
+void ChatPane::insert_message(QTextCursor& c, qsizetype index) {
+  QTextBlockFormat header;
+  header.setTopMargin(index == 0 ? 0 : 14);
+  if (index > 0)
+    c.insertBlock(header, QTextCharFormat());
+  else
+    c.setBlockFormat(header);
+  QTextCharFormat role_format;
+  role_format.setFontWeight(QFont::Bold);
+  const Shown& m = shown_[index];
+  c.insertText(m.role == kUser ? tr("You") : tr("Assistant"), role_format);
+  c.insertBlock(QTextBlockFormat(), QTextCharFormat());
+  insert_body(c, m, /*streaming=*/generating_ && index == shown_.size() - 1);
+}
+
+void ChatPane::insert_body(QTextCursor& c, const Shown& m, bool streaming) {
+  // Finished answers as Markdown; the user's words, and an answer while it streams, as plain text.
+  if (m.role == kAssistant && !streaming)
+    c.insertMarkdown(m.text, kMarkdown);
+  else
+    c.insertText(m.text, QTextCharFormat());
+  if (m.stopped) {
+    QTextCharFormat note_format;
+    note_format.setFontItalic(true);
+    note_format.setForeground(palette().color(QPalette::PlaceholderText));
+    c.insertBlock(QTextBlockFormat(), QTextCharFormat());
+    c.insertText(tr("(stopped)"), note_format);
+  }
+}
+
+void ChatPane::append_text(QTextBrowser* view, const QString& text) {
+  QScrollBar* bar = view->verticalScrollBar();
+  const bool follow = bar->value() >= bar->maximum() - 4;  // the reader is at the end: keep them there
+  QTextCursor c(view->document());
+  c.movePosition(QTextCursor::End);
+  c.insertText(text, QTextCharFormat());
+  if (follow) bar->setValue(bar->maximum());
+}
+
+void ChatPane::update_controls() {
+  const bool idle = !generating_;
+  send_->setEnabled(model_ready_ && idle);
+  stop_->setEnabled(generating_);
+  new_chat_->setEnabled(idle);
+  chat_list_->setEnabled(idle && context_.journal != nullptr);
+  delete_chat_->setEnabled(idle && context_.journal && chat_list_->currentItem() != nullptr);
+  if (!adapter_loaded_ && compare_mode_->isChecked()) compare_mode_->setChecked(false);
+  compare_mode_->setEnabled(idle && adapter_loaded_);
+  adapter_on_->setVisible(adapter_loaded_);
+  adapter_on_->setEnabled(idle);
+  load_adapter_->setEnabled(idle && !model_dir_.isEmpty());
+}
+
+QString ChatPane::describe(const ChatReply& r) const {
+  QStringList parts;
+  parts << tr("%n token(s)", nullptr, static_cast<int>(r.new_tokens));
+  if (r.new_tokens > 1) parts << tr("%1 tokens/s").arg(r.tokens_per_second, 0, 'f', 1);
+  if (r.new_tokens > 0) parts << tr("first token after %1 ms").arg(qRound(r.first_token_seconds * 1000));
+  if (r.reused_tokens > 0)
+    parts << tr("%1 of %2 prompt tokens reused").arg(r.reused_tokens).arg(r.prompt_tokens);
+  parts << stop_text(r.stop);
+  return parts.join(QStringLiteral(" · "));
+}
+
+QString ChatPane::stop_text(forja::StopReason stop) const {
+  switch (stop) {
+    case forja::StopReason::EndOfSequence:
+      return tr("ended: end of text");
+    case forja::StopReason::StopToken:
+      return tr("ended: end of turn");
+    case forja::StopReason::StopString:
+      return tr("ended: stop string");
+    case forja::StopReason::MaxTokens:
+      return tr("ended: max new tokens reached");
+    case forja::StopReason::ContextFull:
+      return tr("ended: the context is full");
+    case forja::StopReason::Cancelled:
+      return tr("stopped by you");
+  }
+  return {};
+}
+
+}  // namespace forja::ui

@@ -1,0 +1,138 @@
+// ChatPane: talk to the open model, with or without a LoRA adapter. The conversation streams in as the model
+// writes (finished answers are rendered as Markdown); Enter sends, Shift+Enter starts a new line; Stop keeps
+// the answer so far. Sampling settings and the system prompt sit beside the conversation, with the adapter
+// switch and a "Compare base vs fine-tuned" mode that answers one prompt with both models side by side, each
+// answer scored under both. Chats are kept in the journal and listed for reopening.
+//
+// The model is loaded when the pane is first shown after a model was opened (not at once: training may want
+// the GPU memory), on a ChatWorker thread; the GUI thread only ever queues requests and receives signals.
+#pragma once
+
+#include <QString>
+#include <QVector>
+
+#include <cstdint>
+
+#include "chat_worker.h"
+#include "pane.h"
+
+class QCheckBox;
+class QDoubleSpinBox;
+class QLabel;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QStackedWidget;
+class QTextBrowser;
+class QTextCursor;
+
+namespace forja::ui {
+
+class ErrorBox;
+
+class ChatPane : public Pane {
+  Q_OBJECT
+
+ public:
+  explicit ChatPane(AppContext& context, QWidget* parent = nullptr);
+  ~ChatPane() override;
+
+  QString title() const override { return tr("Chat"); }
+  QIcon icon() const override { return QIcon(QStringLiteral(":/icons/chat.svg")); }
+
+  bool model_ready() const { return model_ready_; }
+  bool generating() const { return generating_; }
+  bool has_adapter() const { return adapter_loaded_; }
+  // The journal id of the chat on screen; 0 for a new chat that has no message yet.
+  int64_t chat_id() const { return chat_id_; }
+  // The sampling settings of the form.
+  forja::GenerationConfig generation_config() const;
+
+ public Q_SLOTS:
+  // The model to chat with (the Model pane opened it); it loads when the pane is shown.
+  void set_model_dir(const QString& dir);
+  // A LoRA adapter for the model (a finished run, the Runs pane); it replaces the current one.
+  void open_adapter(const QString& adapter_dir);
+  void send();
+  void stop();
+  void new_chat();
+  // Shows a chat from the journal; the next message continues it.
+  void open_chat(int64_t chat_id);
+  // Asks for confirmation, then deletes the selected chat from the journal.
+  void delete_selected_chat();
+  void refresh_chats();
+
+ Q_SIGNALS:
+  void model_ready_changed(bool ready);
+  void adapter_ready(const QString& adapter_dir);
+  // A send or a comparison finished (stopped ones included).
+  void answer_finished();
+
+ protected:
+  void showEvent(QShowEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
+ private:
+  struct Shown {
+    QString role;  // "user", "assistant"
+    QString text;
+    bool stopped = false;
+  };
+
+  void load_model_if_needed();
+  void on_answered(const ChatReply& reply);
+  void on_compared(const CompareReply& reply);
+  void on_streamed(const QString& text, bool adapted);
+  void on_generation_failed(const QString& message, const QString& hint);
+  void finish_generation();
+  // The whole conversation anew (a chat opened, a new chat).
+  void render_conversation();
+  // Message `index` of shown_ at the cursor: its role, then its body.
+  void insert_message(QTextCursor& c, qsizetype index);
+  void insert_body(QTextCursor& c, const Shown& m, bool streaming);
+  void append_text(QTextBrowser* view, const QString& text);
+  void update_controls();
+  // Writes the finished exchange to the journal (creating the chat on its first one). A journal that cannot
+  // be written shows in the error box; the chat goes on unsaved.
+  void save_exchange(const QString& user_text, const QString& answer);
+  QString describe(const ChatReply& reply) const;
+  QString stop_text(forja::StopReason stop) const;
+
+  ChatWorker* worker_;
+  QString model_dir_;    // the model to chat with
+  QString loaded_dir_;   // the model the worker holds (or is loading)
+  QString adapter_dir_;  // the adapter asked for; loaded once adapter_loaded_
+  int pending_loads_ = 0;
+  bool model_ready_ = false;
+  bool adapter_loaded_ = false;
+  bool generating_ = false;
+  bool comparing_ = false;
+  bool new_chat_after_answer_ = false;  // the model changed while an answer was being written
+  int64_t chat_id_ = 0;
+  QString saved_system_;  // the system prompt the journal has for this chat
+  QString pending_user_;  // the message being answered
+  QVector<Shown> shown_;
+  int answer_start_ = -1;  // where the answer being written begins in the conversation document
+
+  QLabel* model_label_;
+  ErrorBox* error_;
+  QListWidget* chat_list_;
+  QPushButton* delete_chat_;
+  QStackedWidget* views_;
+  QTextBrowser* conversation_;
+  QLabel* compare_prompt_;
+  QTextBrowser *compare_base_, *compare_adapted_;
+  QLabel *compare_base_score_, *compare_adapted_score_;
+  QPlainTextEdit* input_;
+  QPushButton *send_, *stop_, *new_chat_, *load_adapter_;
+  QCheckBox* compare_mode_;
+  QLabel* status_;
+  QPlainTextEdit* system_prompt_;
+  QDoubleSpinBox *temperature_, *top_p_, *repetition_penalty_;
+  QSpinBox *top_k_, *max_new_tokens_, *seed_;
+  QLabel* adapter_label_;
+  QCheckBox* adapter_on_;
+};
+
+}  // namespace forja::ui
