@@ -1,47 +1,106 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: build the engine with the CUDA LibTorch of the PyTorch wheel, run the gpu-labelled
-# tests, the doctor (against nvidia-smi), and the benchmarks with their peers in the same run. Logs go to $OUT.
-#   bench/run_gpu.sh part1   build, GPU tests, doctor, training bench (forja-cli monitor alongside), tokenizer bench
-#   bench/run_gpu.sh part2   decode bench vs HF generate (reuses build-cuda)
-# Needs .device-carry/hf_peft_baseline.py (a copy of shared/bench/hf_peft_baseline.py) for part1.
+# One call on the GPU machine: build the engine with the CUDA LibTorch of the PyTorch wheel (our kernels on), then
+#   bench/run_gpu.sh part1   GPU tests, doctor, training bench vs HF + PEFT (forja-cli monitor alongside), the same
+#                            bench with our kernels off, the kernels' bandwidth bench, tokenizer bench
+#   bench/run_gpu.sh part2   decode bench vs HF generate
+#   bench/run_gpu.sh checks  GPU tests, kernels bench, a Forja adapter and merged export in PEFT / transformers,
+#                            the 50-step bf16 loss curve vs PEFT, and the demo model (resources/demo/make_demo.py)
+# Logs go to $OUT, packed into $OUT/logs.tgz (at most 8 files come back). Needs .device-carry/hf_peft_baseline.py
+# (a copy of shared/bench/hf_peft_baseline.py) for part1.
 set -uo pipefail
 OUT=${OUT:-/tmp/forja-gpu}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 CLI=build-cuda/app/forja-cli
 step() { echo; echo "=== $* ($(date +%T))"; }
+has() { "$CLI" "$@" 2>&1 | grep -c . >/dev/null; }  # no grep -q: it would SIGPIPE the CLI under pipefail
 
-if [[ ${1:-part1} == part1 ]]; then
-  step configure
+configure_and_build() {
+  step configure and build
   P=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
   # The window needs Qt and the journal needs sqlite3.h, neither of which is there; the tokenizer builds when the
   # sentencepiece development files are found, else it is left out too (and so is its benchmark).
-  if ! cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="store" -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH="$P" >"$OUT/cmake.log" 2>&1; then
-    echo "configure with the tokenizer failed (see cmake.log); without it"
-    rm -rf build-cuda
-    cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="tokenizer;store;data" \
-      -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$P" >>"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
+  if [[ ! -f build-cuda/build.ninja ]]; then
+    if ! cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="store" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$P" >"$OUT/cmake.log" 2>&1; then
+      echo "configure with the tokenizer failed (see cmake.log); without it"
+      rm -rf build-cuda
+      cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="tokenizer;store;data" \
+        -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$P" >>"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
+    fi
   fi
-  step build
-  gpu_tests=$(cmake --build build-cuda --target help | sed -n 's/^\(test_gpu_[a-z_]*\|gpu_env_doctor\):.*/\1/p' | tr '\n' ' ')
+  gpu_tests=$(cmake --build build-cuda --target help | sed -n 's/^\(test_gpu_[a-z0-9_]*\|gpu_env_doctor\):.*/\1/p' | tr '\n' ' ')
   cmake --build build-cuda -j"$(nproc)" --target forja-cli $gpu_tests >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-  grep -c "warning:" "$OUT/build.log" | sed 's/^/compiler warnings: /'
+  echo "compiler warnings: $(grep -c 'warning:' "$OUT/build.log")"
+  grep 'warning:' "$OUT/build.log" | grep -v '/usr/include/\|site-packages' | head -5
+}
+
+gpu_tests() {
   step GPU tests
-  (cd build-cuda && ctest -L gpu --output-on-failure 2>&1 | tail -25)
+  (cd build-cuda && ctest -L gpu --output-on-failure >"$OUT/gpu_tests.log" 2>&1
+   grep -E "Test +#|tests passed|FAILED" "$OUT/gpu_tests.log" | tail -20)
+}
+
+kernels_bench() {
+  if "$CLI" bench 2>&1 | grep kernels >/dev/null; then
+    step kernels bench
+    "$CLI" bench kernels 2>&1 | tail -32
+  fi
+}
+
+pack_logs() {
+  (cd "$OUT" && tar -czf /tmp/forja-logs.tgz --exclude=logs.tgz --exclude='*.tgz' --exclude='*.json' . &&
+   find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*.json' -delete && mv /tmp/forja-logs.tgz logs.tgz)
+}
+
+mode=${1:-part1}
+configure_and_build
+
+if [[ $mode == checks ]]; then
+  gpu_tests
+  kernels_bench
+  W=/tmp/forja-checks
+  rm -rf $W && mkdir -p $W
+  step "interop: a Forja adapter in PEFT, Forja's merged export in transformers"
+  python3 - $W <<'PY'
+import json, random, sys
+random.seed(3)
+with open(sys.argv[1] + "/train.jsonl", "w") as f:
+    for _ in range(32):
+        f.write(json.dumps({"input_ids": [random.randrange(3, 320) for _ in range(20)]}) + "\n")
+json.dump({"model_dir": "tests/fixtures/models/llama", "output_dir": sys.argv[1] + "/run", "device": "cpu",
+           "dtype": "fp32", "train_file": sys.argv[1] + "/train.jsonl", "batch_size": 4, "max_length": 32,
+           "max_steps": 12, "checkpoint_every": 0, "lora": {"rank": 8, "alpha": 16, "dropout": 0.0},
+           "optimizer": {"learning_rate": 1e-2}}, open(sys.argv[1] + "/cfg.json", "w"))
+PY
+  $CLI train $W/cfg.json | tail -1
+  $CLI export tests/fixtures/models/llama --adapter $W/run/adapter --merge --out $W/merged | tail -1
+  python3 bench/peft_check.py interop --forja-cli $CLI --base tests/fixtures/models/llama --adapter $W/run/adapter \
+    --merged $W/merged --work $W/interop 2>&1 | grep -v "Warning\|Loading weights\|deprecated"
+  step "loss curve: 50 steps bf16, Forja (kernels on) vs PEFT from the same init"
+  python3 bench/peft_check.py curve --forja-cli $CLI --work $W/curve --out "$OUT" --lr "${CURVE_LR:-2e-3}" 2>&1 |
+    grep -v "Warning\|Writing model" | tail -20
+  rm -rf $W/curve
+  step "demo model"
+  python3 resources/demo/make_demo.py --out $W/demo_model 2>&1 | grep -v "Warning\|Loading weights\|Writing model" | tail -12
+  tar -C $W -czf "$OUT/demo_model.tgz" demo_model
+elif [[ $mode == part1 ]]; then
+  gpu_tests
   step doctor
   $CLI doctor | tee "$OUT/doctor.txt"
-  $CLI doctor --json >"$OUT/doctor.json"
   nvidia-smi --query-gpu=name,memory.total,driver_version,utilization.gpu --format=csv | tee "$OUT/nvidia-smi.csv"
   step training bench, with forja-cli monitor sampling alongside
-  cp .device-carry/hf_peft_baseline.py /tmp/ 2>/dev/null
   $CLI monitor --interval 1000 --count 240 >"$OUT/monitor.log" 2>&1 &
   MON=$!
   SKIP_BUILD=1 BUILD=build-cuda STEPS=8 OUT="$OUT" bash bench/train_bench.sh 2>&1 | grep -v "^step\|Warning" | tail -25
   kill -INT $MON 2>/dev/null; wait $MON 2>/dev/null
   echo "monitor: $(wc -l <"$OUT/monitor.log") samples; memory used min/max:"
   grep -o 'GPU0 [0-9.]*' "$OUT/monitor.log" | awk '{print $2 " GiB"}' | sort -n | sed -n '1p;$p'
-  if [[ -x $CLI ]] && $CLI help 2>&1 | grep -q tokenize; then
+  step "training bench with our kernels switched off (FORJA_KERNELS=off), same build"
+  FORJA_KERNELS=off $CLI bench train --shape tinyllama --batch 8 --seq 1024 --steps 8 --json 2>/dev/null | tail -1
+  FORJA_KERNELS=off $CLI bench train --shape mistral7b --batch 4 --seq 1024 --steps 8 --json 2>/dev/null | tail -1
+  kernels_bench
+  if [[ ${SKIP_TOKENIZE:-0} != 1 ]] && "$CLI" help 2>&1 | grep tokenize >/dev/null; then
     step tokenizer bench
     python3 bench/tokenize_bench.py --forja-cli $CLI 2>&1 | tail -20
   fi
@@ -49,4 +108,5 @@ else
   step decode bench
   python3 bench/decode_bench.py --cli $CLI 2>&1 | tail -30
 fi
+pack_logs
 step done

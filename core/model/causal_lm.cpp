@@ -122,7 +122,7 @@ at::Device parse_device(const std::string& text) {
     int index = 0;
     if (text.size() > 5 && text[4] == ':') index = std::stoi(text.substr(5));
     else if (text != "cuda") throw Error("unknown device '" + text + "'", "Use cpu, cuda or cuda:N.");
-    if (index < 0 || static_cast<size_t>(index) >= torch::cuda::device_count())
+    if (index < 0 || index >= static_cast<int>(torch::cuda::device_count()))
       throw Error("--device " + text + ": there is no GPU " + std::to_string(index));
     return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
   }
