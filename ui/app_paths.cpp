@@ -1,8 +1,11 @@
 // XDG paths of the window's files.
 #include "app_paths.h"
 
+#include <QCoreApplication>
 #include <QDir>
+#include <QFileInfo>
 #include <QStandardPaths>
+#include <QStringList>
 
 namespace forja::ui {
 
@@ -21,6 +24,20 @@ QString default_journal_path() {
 
 QString default_adapters_dir() {
   return data_dir().filePath(QStringLiteral("adapters"));
+}
+
+QString demo_dir() {
+  QStringList candidates;
+  if (qEnvironmentVariableIsSet("FORJA_DEMO_DIR")) candidates << qEnvironmentVariable("FORJA_DEMO_DIR");
+  candidates << QCoreApplication::applicationDirPath() + QStringLiteral("/../share/forja/demo");
+#ifdef FORJA_SOURCE_DEMO_DIR
+  candidates << QStringLiteral(FORJA_SOURCE_DEMO_DIR);
+#endif
+  for (const QString& c : candidates)
+    if (QFileInfo::exists(c + QStringLiteral("/model/config.json")) &&
+        QFileInfo::exists(c + QStringLiteral("/dataset.jsonl")))
+      return QDir(c).absolutePath();
+  return {};
 }
 
 }  // namespace forja::ui

@@ -106,6 +106,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     train_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
     chat_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
   });
+  connect(model_pane_, &ModelPane::demo_requested, this, &MainWindow::start_demo);
   // A finished run's adapter goes into the chat at once, to talk to the result.
   connect(train_pane_, &TrainPane::run_finished, chat_pane_, [this](const QJsonObject& result) {
     const QString adapter = result.value(QStringLiteral("adapter")).toString();
@@ -120,6 +121,50 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
 }
 
 MainWindow::~MainWindow() = default;
+
+bool MainWindow::start_demo() {
+  const QString demo = demo_dir();
+  if (demo.isEmpty()) {
+    QMessageBox::warning(this, tr("Demo"),
+                         tr("The demo files (resources/demo) are not installed with this copy of Forja."));
+    return false;
+  }
+  if (train_pane_->running()) {
+    show_pane(2);
+    return false;
+  }
+  const QString dataset = demo + QStringLiteral("/dataset.jsonl");
+  const QString model = demo + QStringLiteral("/model");
+  train_pane_->apply_preset(QStringLiteral("demo"));
+  // The dataset is read once the model is open, so that it is tokenized with the model's tokenizer.
+  auto* opened = new QMetaObject::Connection;
+  *opened = connect(model_pane_, &ModelPane::model_opened, this,
+                    [this, opened, model, dataset](const forja::ModelInfo& info) {
+                      if (QDir(QString::fromStdString(info.dir.string())) != QDir(model)) return;
+                      disconnect(*opened);
+                      delete opened;
+                      data_pane_->set_eval_fraction(0.0);  // every question is one the chat should answer
+                      data_pane_->open(dataset);
+                    });
+  // Train once the Data pane has read (and tokenized) the dataset, then chat once the run has finished.
+  auto* ready = new QMetaObject::Connection;
+  *ready = connect(data_pane_, &DataPane::dataset_ready, this,
+                   [this, ready, dataset](const QString& file, const QJsonObject&) {
+                     if (file != dataset) return;
+                     disconnect(*ready);
+                     delete ready;
+                     show_pane(2);
+                     train_pane_->start();
+                   });
+  auto* finished = new QMetaObject::Connection;
+  *finished = connect(train_pane_, &TrainPane::run_finished, this, [this, finished](const QJsonObject& r) {
+    disconnect(*finished);
+    delete finished;
+    if (r.value(QStringLiteral("outcome")).toString() == QLatin1String("finished")) show_pane(4);
+  });
+  open_model(model);
+  return true;
+}
 
 void MainWindow::open_journal(const QString& path) {
   try {

@@ -37,6 +37,9 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void open_model(const QString& dir);
+  // "Try the Demo": opens the built-in toy model and dataset, fine-tunes it on the CPU with the demo preset,
+  // then shows the Chat pane with the adapter on. False (and a message) when the demo files are missing.
+  bool start_demo();
   int pane_count() const { return static_cast<int>(panes_.size()); }
   Pane* pane(int index) const { return panes_.at(static_cast<size_t>(index)); }
   int current_pane() const;

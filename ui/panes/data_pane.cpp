@@ -175,6 +175,10 @@ void DataPane::set_model_dir(const QString& dir) {
   reload();
 }
 
+void DataPane::set_eval_fraction(double fraction) {
+  eval_fraction_->setValue(fraction);
+}
+
 void DataPane::open_dialog() {
   const QString last = QSettings().value(QLatin1String(kLastDatasetKey)).toString();
   const QString file = QFileDialog::getOpenFileName(

@@ -40,6 +40,8 @@ class DataPane : public Pane {
   // Reads `file` (and tokenizes it when the model has a tokenizer) in a job.
   void open(const QString& file);
   void open_dialog();
+  // The share of the records held out for eval the next time a file is read (the demo trains on all of them).
+  void set_eval_fraction(double fraction);
   bool loading() const { return loading_; }
   const std::shared_ptr<const DataPreview>& preview() const { return preview_; }
   QString dataset() const { return dataset_; }

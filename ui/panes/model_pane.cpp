@@ -18,6 +18,7 @@
 #include <QSettings>
 #include <QVBoxLayout>
 
+#include "app_paths.h"
 #include "error_box.h"
 #include "format.h"
 #include "jobs/inspect_model_job.h"
@@ -50,8 +51,16 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
       new QPushButton(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("Open Model Folder…"));
   open_button->setObjectName(QStringLiteral("openModelButton"));
   connect(open_button, &QPushButton::clicked, this, &ModelPane::open_dialog);
+  auto* demo_button = new QPushButton(tr("Try the Demo"));
+  demo_button->setObjectName(QStringLiteral("tryDemoButton"));
+  demo_button->setToolTip(
+      tr("Fine-tune Forja's built-in toy model on its bundled questions and answers, on the "
+         "CPU, then chat with it. About a minute; no GPU or download needed."));
+  demo_button->setEnabled(!demo_dir().isEmpty());
+  connect(demo_button, &QPushButton::clicked, this, &ModelPane::demo_requested);
   auto* top = new QHBoxLayout;
   top->addWidget(heading_, 1);
+  top->addWidget(demo_button);
   top->addWidget(open_button);
 
   status_ =
@@ -61,6 +70,14 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
   status_->setWordWrap(true);
   error_ = new ErrorBox;
   error_->setObjectName(QStringLiteral("modelError"));
+  demo_note_ = new QLabel(tr(
+      "<b>This is Forja's toy demo model</b>: about a million parameters, pretrained only on the demo's own "
+      "texts about GPUs and fine-tuning. It shows the whole loop (data, LoRA training, chat) in a minute on "
+      "the CPU; it knows nothing else. To fine-tune for real, open a Hugging Face model folder such as "
+      "TinyLlama, Qwen2 or Mistral with <i>Open Model Folder…</i>."));
+  demo_note_->setObjectName(QStringLiteral("demoNote"));
+  demo_note_->setWordWrap(true);
+  demo_note_->hide();
 
   facts_box_ = new QGroupBox(tr("What this model is"));
   facts_box_->setObjectName(QStringLiteral("modelFacts"));
@@ -93,6 +110,7 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
 
   auto* left = new QVBoxLayout;
   left->addWidget(status_);
+  left->addWidget(demo_note_);
   left->addWidget(error_);
   left->addWidget(facts_box_);
   left->addStretch(1);
@@ -177,6 +195,8 @@ void ModelPane::show_model(const forja::ModelInfo& info) {
           : join(info.tokenizer_files));
   facts_[QStringLiteral("memory")]->setText(format_bytes(info.bf16_weight_bytes));
   facts_box_->show();
+  const QString demo = demo_dir();
+  demo_note_->setVisible(!demo.isEmpty() && QDir(dir) == QDir(demo + QStringLiteral("/model")));
   remember(dir);
   Q_EMIT model_opened(info);
 }

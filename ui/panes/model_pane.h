@@ -43,6 +43,7 @@ class ModelPane : public Pane {
   void model_opened(const forja::ModelInfo& info);
   void open_failed(const QString& message, const QString& hint);
   void recent_changed();
+  void demo_requested();  // "Try the Demo"
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -60,6 +61,7 @@ class ModelPane : public Pane {
   quint64 last_request_ = 0;
   QLabel* heading_;
   QLabel* status_;
+  QLabel* demo_note_;
   ErrorBox* error_;
   QGroupBox* facts_box_;
   QMap<QString, QLabel*> facts_;
