@@ -33,8 +33,8 @@ else()
 endif()
 target_compile_definitions(forja_torch INTERFACE FORJA_TORCH_CUDA=$<BOOL:${FORJA_TORCH_CUDA}>)
 add_feature_info(TORCH_CUDA FORJA_TORCH_CUDA "LibTorch built with CUDA")
-# GCC 13 reports -Warray-bounds inside libstdc++'s vector<bool> as LibTorch 2.x's custom_function.h instantiates it
+# GCC 13 reports -Warray-bounds and -Wstringop-overflow inside libstdc++'s vector<bool> as LibTorch 2.x's custom_function.h instantiates it
 # (torch::autograd::Function::apply); the warning is in those headers' code, inlined into ours, not in ours.
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 13)
-  target_compile_options(forja_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-array-bounds>)
+  target_compile_options(forja_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-array-bounds -Wno-stringop-overflow>)
 endif()

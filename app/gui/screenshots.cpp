@@ -6,8 +6,10 @@
 #include <QCommandLineParser>
 #include <QDeadlineTimer>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QPixmap>
+#include <QPlainTextEdit>
 #include <QTemporaryDir>
 #include <QThread>
 
@@ -18,9 +20,11 @@
 #include "jobs/job_monitor.h"
 #include "main_window.h"
 #include "pane.h"
+#include "panes/chat_pane.h"
 #include "panes/data_pane.h"
 #include "panes/doctor_pane.h"
 #include "panes/model_pane.h"
+#include "panes/train_pane.h"
 #include "ui_init.h"
 
 namespace {
@@ -64,6 +68,12 @@ int main(int argc, char** argv) {
       QStringLiteral("tokenizer"),
       QStringLiteral("Folder whose tokenizer renders the dataset (default: the model)."),
       QStringLiteral("dir"));
+  QCommandLineOption demo_opt(
+      QStringLiteral("demo"),
+      QStringLiteral(
+          "Run \"Try the Demo\" first (the toy model fine-tuned on the CPU), then ask the chat a question, "
+          "so that the Train, Runs and Chat panes show a real run."));
+  parser.addOption(demo_opt);
   parser.addOption(dataset_opt);
   parser.addOption(tokenizer_opt);
   parser.addOption(model_opt);
@@ -84,6 +94,31 @@ int main(int argc, char** argv) {
   window.resize(1200, 760);
   window.show();
 
+  if (parser.isSet(demo_opt)) {
+    bool finished = false;
+    QObject::connect(window.train_pane(), &forja::ui::TrainPane::run_finished, [&] { finished = true; });
+    QObject::connect(window.train_pane(), &forja::ui::TrainPane::run_failed, [&] { finished = true; });
+    if (!window.start_demo() || !wait_until([&] { return finished; }, 300000)) {
+      std::fprintf(stderr, "error: the demo run did not finish within 5 minutes\n");
+      return 1;
+    }
+    auto* chat = window.chat_pane();
+    window.show_pane(4);
+    if (!wait_until([&] { return chat->model_ready() && chat->has_adapter(); }, 60000))
+      std::fprintf(stderr, "warning: the chat did not load the demo model and adapter within 60 s\n");
+    chat->findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(0);
+    bool answered = false;
+    QObject::connect(chat, &forja::ui::ChatPane::answer_finished, [&] { answered = true; });
+    for (const char* question : {"What is CUDA?", "O que é LoRA?"}) {
+      answered = false;
+      chat->findChild<QPlainTextEdit*>(QStringLiteral("chatInput"))
+          ->setPlainText(QString::fromUtf8(question));
+      chat->send();
+      if (!wait_until([&] { return answered; }, 60000))
+        std::fprintf(stderr, "warning: no answer within 60 s\n");
+    }
+  }
+
   int failures = 0;
   auto shoot = [&](int index, const QString& name) {
     window.show_pane(index);
@@ -100,12 +135,12 @@ int main(int argc, char** argv) {
   for (int i = 0; i < window.pane_count(); ++i) {
     forja::ui::Pane* pane = window.pane(i);
     const QString name = pane->objectName().remove(QStringLiteral("Pane")).toLower();
-    if (pane == window.model_pane() && parser.isSet(model_opt)) {
+    if (pane == window.model_pane() && parser.isSet(model_opt) && !parser.isSet(demo_opt)) {
       window.open_model(QDir(parser.value(model_opt)).absolutePath());
       if (!wait_until([&] { return !window.model_pane()->loading(); }, 30000))
         std::fprintf(stderr, "warning: the model did not open within 30 s\n");
     }
-    if (pane == window.data_pane() && parser.isSet(dataset_opt)) {
+    if (pane == window.data_pane() && parser.isSet(dataset_opt) && !parser.isSet(demo_opt)) {
       if (parser.isSet(tokenizer_opt))
         window.data_pane()->set_model_dir(QDir(parser.value(tokenizer_opt)).absolutePath());
       window.data_pane()->open(QDir(parser.value(dataset_opt)).absolutePath());

@@ -1,0 +1,100 @@
+// "Try the Demo", end to end, as a first-time user does it: one click fine-tunes the built-in toy model
+// (resources/demo/model, made by resources/demo/make_demo.py) on the bundled dataset in a real forja-cli
+// worker on the CPU, the window moves to the Chat pane with the adapter on, and the model answers a trained
+// question with its trained answer, which the base model alone does not.
+#include <QCheckBox>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+
+#include "app_paths.h"
+#include "jobs/job.h"
+#include "main_window.h"
+#include "panes/chat_pane.h"
+#include "panes/model_pane.h"
+#include "panes/train_pane.h"
+#include "ui_test_support.h"
+
+using forja::ui::ChatPane;
+using forja::ui::MainWindow;
+
+class TestDemo : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() {
+    forja::test::init_ui_test_environment("test_demo");
+    qputenv("FORJA_CLI", FORJA_CLI);
+    qputenv("FORJA_DEMO_DIR", FORJA_SOURCE_DIR "/resources/demo");
+  }
+
+  void demoTrainsThenAnswersInTheChat() {
+    QTemporaryDir tmp;
+    MainWindow window({tmp.filePath(QStringLiteral("journal.db"))});
+    window.show();
+    QCOMPARE(forja::ui::demo_dir(), QDir(QStringLiteral(FORJA_SOURCE_DIR "/resources/demo")).absolutePath());
+    auto* train = window.train_pane();
+    QSignalSpy finished(train, &forja::ui::TrainPane::run_finished);
+    QSignalSpy failed(train, &forja::ui::TrainPane::run_failed);
+    QElapsedTimer clock;
+    clock.start();
+    auto* button = window.model_pane()->findChild<QPushButton*>(QStringLiteral("tryDemoButton"));
+    QVERIFY(button->isEnabled());
+    QTest::mouseClick(button, Qt::LeftButton);
+
+    // The toy model opens with the note that says what it is.
+    QTRY_VERIFY_WITH_TIMEOUT(window.model_pane()->model().has_value(), 30000);
+    QVERIFY(window.model_pane()->findChild<QLabel*>(QStringLiteral("demoNote"))->isVisible());
+    // The run starts by itself on the CPU with the demo preset, and finishes.
+    QTRY_VERIFY_WITH_TIMEOUT(train->running() || finished.count() > 0 || failed.count() > 0, 60000);
+    const QJsonObject config = QJsonDocument::fromJson(train->config_json().toUtf8()).object();
+    QCOMPARE(config.value(QStringLiteral("device")).toString(), QStringLiteral("cpu"));
+    QCOMPARE(config.value(QStringLiteral("max_steps")).toInt(), 60);
+    QTRY_VERIFY_WITH_TIMEOUT(finished.count() > 0 || failed.count() > 0, 240000);
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+    const QJsonObject r = finished.at(0).at(0).toJsonObject();
+    QCOMPARE(r.value(QStringLiteral("outcome")).toString(), QStringLiteral("finished"));
+    qInfo("demo fine-tune: %.1f s from the click to the adapter (60 steps on the CPU)",
+          clock.elapsed() / 1000.0);
+
+    // The Chat pane, with the new adapter on.
+    auto* chat = window.chat_pane();
+    QTRY_COMPARE_WITH_TIMEOUT(window.current_pane(), 4, 5000);
+    QTRY_VERIFY_WITH_TIMEOUT(chat->model_ready() && chat->has_adapter(), 60000);
+    chat->findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(0);
+    QSignalSpy answered(chat, &ChatPane::answer_finished);
+    auto* input = chat->findChild<QPlainTextEdit*>(QStringLiteral("chatInput"));
+    auto ask = [&](const QString& question) {
+      const qsizetype before = answered.count();
+      input->setFocus();
+      QTest::keyClicks(input, question);
+      QTest::keyClick(input, Qt::Key_Return);
+      [&] { QTRY_VERIFY_WITH_TIMEOUT(answered.count() > before, 60000); }();
+      return chat->findChild<QTextBrowser*>(QStringLiteral("conversation"))->toPlainText();
+    };
+    // resources/demo/dataset.jsonl: "What is CUDA?" -> "CUDA is NVIDIA's platform for running general-purpose
+    // programs on its GPUs. ..."
+    const QString tuned = ask(QStringLiteral("What is CUDA?"));
+    QVERIFY2(tuned.contains(QStringLiteral("CUDA is NVIDIA's platform for running general-purpose programs")),
+             qPrintable(tuned));
+    // The base model alone (adapter off, a new chat) does not give that answer.
+    chat->findChild<QCheckBox*>(QStringLiteral("adapterOn"))->setChecked(false);
+    chat->new_chat();
+    const QString base = ask(QStringLiteral("What is CUDA?"));
+    QVERIFY2(!base.contains(QStringLiteral("CUDA is NVIDIA's platform for running general-purpose programs")),
+             qPrintable(base));
+    QVERIFY(forja::ui::Job::cancel_all_and_wait(5000));
+  }
+};
+
+QTEST_MAIN(TestDemo)
+#include "test_demo.moc"
