@@ -5,8 +5,11 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <nlohmann/json.hpp>
 #include "decode_runner.h"
+
 #include "forja/error.h"
+#include "forja/file_util.h"
 #include "infer_test_support.h"
 #include "peft_adapter.h"
 
@@ -45,6 +48,27 @@ class TestInferDecode : public QObject {
     QCOMPARE(r.stop, StopReason::MaxTokens);
     QCOMPARE(r.logprobs.size(), want.size());
     for (double lp : r.logprobs) QVERIFY(lp <= 0 && std::isfinite(lp));
+  }
+
+  // The built-in demo model (resources/demo/model): its expected.json holds transformers' greedy
+  // continuations of a chat prompt and a plain one (fp32 on the CPU from the saved bf16 weights), recorded by
+  // make_demo.py.
+  void demoModelGreedy() {
+    const std::string dir = FORJA_SOURCE_DIR "/resources/demo/model";
+    const auto j = nlohmann::json::parse(forja::read_text_file(dir + "/expected.json"));
+    EngineOptions eo;
+    eo.device = "cpu";
+    eo.dtype = "fp32";
+    Generator gen(dir, eo);
+    QCOMPARE(j.at("generations").size(), size_t(2));
+    for (const auto& g : j.at("generations")) {
+      const auto want = g.at("greedy_ids").get<std::vector<int32_t>>();
+      GenerationConfig cfg;
+      cfg.max_new_tokens = static_cast<int64_t>(want.size());
+      cfg.stop_at_eos = false;
+      auto r = gen.generate(g.at("prompt_ids").get<std::vector<int32_t>>(), cfg);
+      QCOMPARE(r.tokens, want);
+    }
   }
 
   void cacheMatchesFullRecompute_data() { greedy_data(); }
