@@ -10,8 +10,10 @@
 #include <QElapsedTimer>
 #include <QPixmap>
 #include <QPlainTextEdit>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QThread>
+#include <QTreeWidget>
 
 #include <cstdio>
 #include <functional>
@@ -24,6 +26,7 @@
 #include "panes/data_pane.h"
 #include "panes/doctor_pane.h"
 #include "panes/model_pane.h"
+#include "panes/runs_pane.h"
 #include "panes/train_pane.h"
 #include "ui_init.h"
 
@@ -51,6 +54,8 @@ void settle(int ms) {
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QCoreApplication::setApplicationName(QStringLiteral("forja-screenshots"));
+  // Runs, adapters and settings go to the test locations (~/.qttest), never into the user's own Forja data.
+  QStandardPaths::setTestModeEnabled(true);
   forja::ui::initialize(app);
 
   QCommandLineParser parser;
@@ -109,7 +114,7 @@ int main(int argc, char** argv) {
     chat->findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(0);
     bool answered = false;
     QObject::connect(chat, &forja::ui::ChatPane::answer_finished, [&] { answered = true; });
-    for (const char* question : {"What is CUDA?", "O que é LoRA?"}) {
+    for (const char* question : {"What is CUDA?", "O que é CUDA?"}) {
       answered = false;
       chat->findChild<QPlainTextEdit*>(QStringLiteral("chatInput"))
           ->setPlainText(QString::fromUtf8(question));
@@ -152,6 +157,14 @@ int main(int argc, char** argv) {
       window.show_pane(i);  // the first show starts the probe
       if (!wait_until([&] { return window.doctor_pane()->report() != nullptr; }, 60000))
         std::fprintf(stderr, "warning: the doctor's probe did not finish within 60 s\n");
+    }
+    if (pane == window.runs_pane()) {
+      window.show_pane(i);
+      settle(300);
+      // The newest run selected: its loss curve and config show, as after a click.
+      if (auto* list = pane->findChild<QTreeWidget*>(QStringLiteral("runList"));
+          list && list->topLevelItemCount())
+        list->setCurrentItem(list->topLevelItem(0));
     }
     shoot(i, name);
   }

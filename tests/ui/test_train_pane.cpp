@@ -9,6 +9,7 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -122,6 +123,10 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItemCount(), 1, 5000);
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItem(0)->text(1), QStringLiteral("completed"), 5000);
   QCOMPARE(runs->topLevelItem(0)->text(7), adapter);
+  runs->setCurrentItem(runs->topLevelItem(0));
+  const QString details =
+      window_->runs_pane()->findChild<QPlainTextEdit*>(QStringLiteral("runDetails"))->toPlainText();
+  QVERIFY2(details.contains(QStringLiteral("Steps: 6 of 6")), qPrintable(details));
 }
 
 void TestTrainPane::dataSettingsGoIntoTheConfig() {

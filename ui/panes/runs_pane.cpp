@@ -264,7 +264,8 @@ void RunsPane::update_details() {
   lines << tr("Status: %1").arg(status_text(r.status));
   lines << tr("Model: %1").arg(QString::fromStdString(r.model_dir));
   if (!r.dataset_path.empty()) lines << tr("Dataset: %1").arg(QString::fromStdString(r.dataset_path));
-  lines << tr("Steps: %1 of %2").arg(r.last_step + 1).arg(r.total_steps);
+  // Steps are counted from 1 (the optimizer steps done); last_step is -1 while none has metrics.
+  lines << tr("Steps: %1 of %2").arg(std::max<int64_t>(r.last_step, 0)).arg(r.total_steps);
   if (!r.adapter_path.empty()) lines << tr("Adapter: %1").arg(QString::fromStdString(r.adapter_path));
   if (!r.error_message.empty()) {
     lines << tr("Error: %1").arg(QString::fromStdString(r.error_message));
