@@ -107,6 +107,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     chat_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
   });
   connect(model_pane_, &ModelPane::demo_requested, this, &MainWindow::start_demo);
+  connect(runs_pane_, &RunsPane::chat_requested, this, [this](const QString& model, const QString& adapter) {
+    const auto& open = model_pane_->model();
+    if (!open || QDir(QString::fromStdString(open->dir.string())) != QDir(model)) open_model(model);
+    chat_pane_->set_model_dir(model);
+    chat_pane_->open_adapter(adapter);
+    show_pane(4);
+  });
   // A finished run's adapter goes into the chat at once, to talk to the result.
   connect(train_pane_, &TrainPane::run_finished, chat_pane_, [this](const QJsonObject& result) {
     const QString adapter = result.value(QStringLiteral("adapter")).toString();
@@ -118,6 +125,23 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   build_menus();
   sidebar_->setCurrentRow(0);
   restore_state();
+  restore_latest_run();
+}
+
+void MainWindow::restore_latest_run() {
+  // The newest run, when it did not end: still going (its worker outlived a window), or interrupted
+  // (mark_interrupted ran when the journal opened). The Train pane follows the first and offers to resume the
+  // second.
+  if (!context_.journal) return;
+  try {
+    const auto runs = context_.journal->runs();
+    if (runs.empty()) return;
+    const auto& r = runs.front();
+    if (r.status == forja::RunStatus::Running || r.status == forja::RunStatus::Interrupted)
+      train_pane_->restore_run(QString::fromStdString(r.config_json), r.worker_pid);
+  } catch (const forja::Error&) {
+    // The Runs pane shows what is wrong with the journal.
+  }
 }
 
 MainWindow::~MainWindow() = default;

@@ -59,6 +59,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void open_journal(const QString& path);
+  void restore_latest_run();
   void add_pane(Pane* pane);
   void build_menus();
   void rebuild_recent_menu();

@@ -64,6 +64,7 @@ class TestTrainPane : public QObject {
   void killedWorkerIsInterruptedThenResumes();
   void missingWorkerSaysWhy();
   void dataSettingsGoIntoTheConfig();
+  void windowRestartFollowsTheRunningWorker();
 
  private:
   void configure(int steps, int checkpoint_every);
@@ -127,6 +128,39 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   const QString details =
       window_->runs_pane()->findChild<QPlainTextEdit*>(QStringLiteral("runDetails"))->toPlainText();
   QVERIFY2(details.contains(QStringLiteral("Steps: 6 of 6")), qPrintable(details));
+  // "Chat with Adapter" hands the run's model and adapter to the Chat pane, which comes to the front.
+  QSignalSpy chat(window_->runs_pane(), &forja::ui::RunsPane::chat_requested);
+  auto* chat_button = window_->runs_pane()->findChild<QPushButton*>(QStringLiteral("chatWithRunButton"));
+  QVERIFY(chat_button->isEnabled());
+  QTest::mouseClick(chat_button, Qt::LeftButton);
+  QCOMPARE(chat.count(), 1);
+  QCOMPARE(chat.at(0).at(0).toString(), kModel);
+  QCOMPARE(chat.at(0).at(1).toString(), adapter);
+  QCOMPARE(window_->current_pane(), 4);
+}
+
+void TestTrainPane::windowRestartFollowsTheRunningWorker() {
+  // Closing the window leaves the run going; the next window finds it in the journal, replays its curve and
+  // follows it to the end.
+  configure(120, 40);
+  pane_->start();
+  QTRY_VERIFY_WITH_TIMEOUT(pane_->plotted_steps() >= 3, 120000);
+  const qint64 pid = pane_->worker()->pid();
+  window_->close();
+  delete window_;
+  window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
+  window_->show();
+  pane_ = window_->train_pane();
+  QVERIFY(pane_->running());
+  QCOMPARE(pane_->worker()->pid(), pid);
+  QCOMPARE(pane_->findChild<QLineEdit*>(QStringLiteral("trainOutputDir"))->text(),
+           tmp_->filePath(QStringLiteral("run")));
+  QCOMPARE(pane_->findChild<QSpinBox*>(QStringLiteral("trainSteps"))->value(), 120);
+  QSignalSpy finished(pane_, &TrainPane::run_finished);
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+  QCOMPARE(pane_->plotted_steps(), 120);  // the steps before the restart were replayed from the progress file
+  forja::Journal journal(tmp_->filePath(QStringLiteral("journal.db")).toStdString());
+  QCOMPARE(journal.runs().front().status, forja::RunStatus::Completed);
 }
 
 void TestTrainPane::dataSettingsGoIntoTheConfig() {
@@ -170,6 +204,21 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   window_->runs_pane()->refresh();
   QCOMPARE(runs->topLevelItemCount(), 1);
   QCOMPARE(runs->topLevelItem(0)->text(1), QStringLiteral("interrupted"));
+  // A new window (the app restarted) offers the interrupted run: its settings, its curve so far, Resume.
+  delete window_;
+  window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
+  window_->show();
+  window_->show_pane(2);
+  pane_ = window_->train_pane();
+  // The replay ends at once (it ran in the window's constructor): no worker behind it, so it reads as
+  // interrupted.
+  QVERIFY(!pane_->running());
+  QVERIFY(pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"))->isVisible());
+  QVERIFY(pane_->plotted_steps() >= 6);
+  QCOMPARE(pane_->findChild<QSpinBox*>(QStringLiteral("trainSteps"))->value(), 200);
+  start = pane_->findChild<QPushButton*>(QStringLiteral("trainStart"));
+  QCOMPARE(start->text(), QStringLiteral("Resume"));
+  runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
   // Resume: the same config and output folder continue from the last checkpoint.
   QSignalSpy finished(pane_, &TrainPane::run_finished);
   QTest::mouseClick(start, Qt::LeftButton);

@@ -69,8 +69,18 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   delete_->setObjectName(QStringLiteral("deleteRunButton"));
   delete_->setToolTip(tr("Delete the selected runs from the history (Del). Adapter files on disk are kept."));
   connect(delete_, &QPushButton::clicked, this, &RunsPane::delete_selected);
+  chat_ = new QPushButton(QIcon(QStringLiteral(":/icons/chat.svg")), tr("Chat with Adapter"));
+  chat_->setObjectName(QStringLiteral("chatWithRunButton"));
+  chat_->setToolTip(tr("Open the selected run's base model and adapter in the Chat pane."));
+  connect(chat_, &QPushButton::clicked, this, [this] {
+    const std::vector<int64_t> ids = selected_run_ids();
+    for (const auto& r : runs_)
+      if (ids.size() == 1 && r.id == ids.front() && !r.adapter_path.empty())
+        Q_EMIT chat_requested(QString::fromStdString(r.model_dir), QString::fromStdString(r.adapter_path));
+  });
   auto* top = new QHBoxLayout;
   top->addWidget(summary_, 1);
+  top->addWidget(chat_);
   top->addWidget(refresh_button);
   top->addWidget(delete_);
 
@@ -294,6 +304,10 @@ void RunsPane::update_buttons() {
     if (r.status != forja::RunStatus::Running && std::find(ids.begin(), ids.end(), r.id) != ids.end())
       any_deletable = true;
   delete_->setEnabled(context_.journal && any_deletable);
+  bool one_with_adapter = false;
+  for (const auto& r : runs_)
+    if (ids.size() == 1 && r.id == ids.front()) one_with_adapter = !r.adapter_path.empty();
+  chat_->setEnabled(one_with_adapter);
 }
 
 void RunsPane::delete_selected() {

@@ -56,6 +56,8 @@ class RunsPane : public Pane {
 
  Q_SIGNALS:
   void runs_deleted(int count);
+  // "Chat with Adapter": the selected run's base model and the adapter it produced.
+  void chat_requested(const QString& model_dir, const QString& adapter_dir);
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -76,6 +78,7 @@ class RunsPane : public Pane {
   QCustomPlot* plot_;
   QPlainTextEdit* details_;
   QPushButton* delete_;
+  QPushButton* chat_;
   QTimer* poll_;
 };
 

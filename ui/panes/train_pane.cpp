@@ -341,8 +341,8 @@ void TrainPane::apply_preset(const QString& name) {
     steps_->setValue(3000), batch_->setValue(4), accum_->setValue(8), max_len_->setValue(4096);
     warmup_->setValue(100), eval_every_->setValue(100), ckpt_every_->setValue(100), lr_->setValue(1e-4);
   } else if (name == QLatin1String("demo")) {
-    // The built-in toy model (about 1M parameters) learns the chat format of its 80 questions in under a minute
-    // on the CPU: a high rate, no dropout, no eval.
+    // The built-in toy model (about 1M parameters) learns the chat format of its 80 questions in under a
+    // minute on the CPU: a high rate, no dropout, no eval.
     steps_->setValue(60), batch_->setValue(8), accum_->setValue(1), max_len_->setValue(256);
     warmup_->setValue(3), eval_every_->setValue(0), ckpt_every_->setValue(20), lr_->setValue(6e-3);
     dropout_->setValue(0.0);
@@ -447,6 +447,53 @@ void TrainPane::start() {
   log(tr("started %1 (pid %2) in %3").arg(TrainWorker::cli_path()).arg(worker_->pid()).arg(out));
   status_->setText(tr("Starting: loading the model and the data…"));
   update_buttons();
+}
+
+bool TrainPane::restore_run(const QString& config_json, qint64 worker_pid) {
+  if (running()) return false;
+  forja::TrainConfig c;
+  try {
+    c = forja::train_config_from_json(config_json.toStdString(), "the run journal");
+  } catch (const forja::Error& e) {
+    log(tr("a run in the journal could not be shown: %1").arg(QString::fromStdString(e.message())));
+    return false;
+  }
+  auto q = [](const std::string& s) { return QString::fromStdString(s); };
+  rank_->setValue(static_cast<int>(c.lora.rank));
+  alpha_->setValue(c.lora.alpha);
+  dropout_->setValue(c.lora.dropout);
+  lr_->setValue(c.optimizer.learning_rate);
+  weight_decay_->setValue(c.optimizer.weight_decay);
+  clip_->setValue(c.optimizer.max_grad_norm);
+  warmup_->setValue(static_cast<int>(c.optimizer.warmup_steps));
+  schedule_->setCurrentText(c.optimizer.schedule == forja::LrSchedule::Linear     ? QStringLiteral("linear")
+                            : c.optimizer.schedule == forja::LrSchedule::Constant ? QStringLiteral("constant")
+                                                                                  : QStringLiteral("cosine"));
+  steps_->setValue(static_cast<int>(c.max_steps));
+  batch_->setValue(static_cast<int>(c.batch_size));
+  accum_->setValue(static_cast<int>(c.grad_accum));
+  eval_every_->setValue(static_cast<int>(c.eval_every));
+  ckpt_every_->setValue(static_cast<int>(c.checkpoint_every));
+  seed_->setValue(static_cast<int>(c.seed));
+  device_->setCurrentText(q(c.device));
+  dtype_->setCurrentText(q(c.dtype));
+  checkpointing_->setChecked(c.activation_checkpointing);
+  packing_->setChecked(c.packing);
+  output_dir_->setText(q(c.output_dir));
+  set_model_dir(q(c.model_dir));
+  set_dataset(q(c.train_file), QJsonObject{{QStringLiteral("data_format"), q(c.data_format)},
+                                           {QStringLiteral("max_length"), static_cast<int>(c.max_length)},
+                                           {QStringLiteral("eval_fraction"), c.eval_fraction},
+                                           {QStringLiteral("on_bad_record"), q(c.on_bad_record)},
+                                           {QStringLiteral("train_on_prompt"), c.train_on_prompt}});
+  output_dir_->setText(q(c.output_dir));  // set_model_dir proposes a new folder when none is running
+  for (QCustomPlot* p : {loss_plot_, lr_plot_, norm_plot_, speed_plot_})
+    for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+  error_->clear();
+  log(tr("following the run in %1 (worker pid %2)").arg(q(c.output_dir)).arg(worker_pid));
+  worker_->attach(q(c.output_dir), worker_pid);
+  update_buttons();
+  return true;
 }
 
 void TrainPane::pause() {

@@ -43,6 +43,12 @@ class TrainPane : public Pane {
   QString config_json() const;
   void apply_preset(const QString& name);  // "quick", "balanced", "thorough"
 
+  // A run of the journal shown again (the window restarted): its whole config in the form, its curve replayed
+  // from its progress file, and its worker followed while it lives. One that died (killed, crashed, the
+  // machine went down) then reads as interrupted, and Start resumes it. False, with the reason in the log,
+  // for a config that cannot be read.
+  bool restore_run(const QString& config_json, qint64 worker_pid);
+
   void start();  // a new run, or a paused one continued (same output folder)
   void pause();  // checkpoint and stop; Start/Resume continues
   void stop();   // kill at once; the last checkpoint stays
