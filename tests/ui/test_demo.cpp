@@ -9,12 +9,15 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTextBrowser>
+#include <QTimer>
 
 #include "app_paths.h"
 #include "jobs/job.h"
@@ -36,6 +39,8 @@ class TestDemo : public QObject {
     qputenv("FORJA_CLI", FORJA_CLI);
     qputenv("FORJA_DEMO_DIR", FORJA_SOURCE_DIR "/resources/demo");
   }
+
+  void staysResponsiveWhileTrainingAndGenerating();
 
   void demoTrainsThenAnswersInTheChat() {
     QTemporaryDir tmp;
@@ -95,6 +100,69 @@ class TestDemo : public QObject {
     QVERIFY(forja::ui::Job::cancel_all_and_wait(5000));
   }
 };
+
+void TestDemo::staysResponsiveWhileTrainingAndGenerating() {
+  // A training run (the worker process, followed by the Train pane: progress polling, live plots) and a chat
+  // generation (the chat's worker thread, streamed into the view) at the same time. A 10 ms timer measures
+  // the longest time the GUI event loop went without running it.
+  QTemporaryDir tmp;
+  MainWindow window({tmp.filePath(QStringLiteral("journal.db"))});
+  window.show();
+  const QString demo = forja::ui::demo_dir();
+  window.open_model(demo + QStringLiteral("/model"));
+  QTRY_VERIFY_WITH_TIMEOUT(window.model_pane()->model().has_value(), 30000);
+  auto* train = window.train_pane();
+  train->apply_preset(QStringLiteral("demo"));
+  train->findChild<QLineEdit*>(QStringLiteral("trainOutputDir"))
+      ->setText(tmp.filePath(QStringLiteral("run")));
+  train->set_dataset(demo + QStringLiteral("/dataset.jsonl"),
+                     QJsonObject{{QStringLiteral("eval_fraction"), 0.0}});
+  QSignalSpy finished(train, &forja::ui::TrainPane::run_finished);
+
+  // The chat pane first: shown, its model loaded on its worker thread. Then the run; the measurement starts
+  // once the worker reports steps, and covers the generations sent while it trains.
+  window.show_pane(4);
+  auto* chat = window.chat_pane();
+  QTRY_VERIFY_WITH_TIMEOUT(chat->model_ready(), 60000);
+  chat->findChild<QSpinBox*>(QStringLiteral("maxNewTokens"))->setValue(400);
+  train->start();
+  QTRY_VERIFY_WITH_TIMEOUT(train->plotted_steps() >= 1, 60000);
+
+  QElapsedTimer clock;
+  qint64 last = -1, longest = 0;
+  int ticks = 0;
+  QTimer timer;
+  timer.setInterval(10);
+  connect(&timer, &QTimer::timeout, this, [&] {
+    const qint64 now = clock.elapsed();
+    if (last >= 0) longest = std::max(longest, now - last);
+    if (last >= 0 && now - last > 25)
+      qInfo("a gap of %lld ms at %lld ms (generating: %d)", now - last, now,
+            int(window.chat_pane()->generating()));
+    last = now;
+    ++ticks;
+  });
+  clock.start();
+  timer.start();
+  QSignalSpy answered(chat, &ChatPane::answer_finished);
+  int generations = 0;
+  while (train->running() && generations < 1000) {
+    chat->findChild<QPlainTextEdit*>(QStringLiteral("chatInput"))
+        ->setPlainText(QStringLiteral("Tell me about GPUs"));
+    chat->send();
+    QTRY_VERIFY_WITH_TIMEOUT(answered.count() > generations, 60000);
+    ++generations;
+    chat->new_chat();  // a fresh conversation each time, as a user trying prompts would
+  }
+  const int steps_seen = train->plotted_steps();
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240000);
+  timer.stop();
+  qInfo("%d generations while %d training steps ran; %d ticks, longest gap %lld ms", generations, steps_seen,
+        ticks, longest);
+  QVERIFY(generations >= 1);
+  QVERIFY(ticks > 100);
+  QVERIFY2(longest < 50, qPrintable(QStringLiteral("the event loop stalled for %1 ms").arg(longest)));
+}
 
 QTEST_MAIN(TestDemo)
 #include "test_demo.moc"
