@@ -228,12 +228,18 @@ int run_train(forja::cli::Args& args) {
   }
   if (journal) journal->done(r);
   if (json_progress) {
-    emit({{"event", "done"},
-          {"outcome", outcome_name(r.outcome)},
-          {"steps", r.steps_done},
-          {"resumed_from_step", r.resumed_from_step},
-          {"adapter", r.adapter_dir},
-          {"checkpoint", r.last_checkpoint}});
+    nlohmann::ordered_json done = {{"event", "done"},          {"outcome", outcome_name(r.outcome)},
+                                   {"steps", r.steps_done},    {"resumed_from_step", r.resumed_from_step},
+                                   {"adapter", r.adapter_dir}, {"checkpoint", r.last_checkpoint}};
+    if (const auto& o = r.out_of_memory) {
+      done["out_of_memory"] = {{"message", o->message}, {"error", o->error}, {"found", o->found}};
+      if (o->found)
+        done["out_of_memory"]["suggested"] = {{"batch_size", o->batch_size},
+                                              {"grad_accum", o->grad_accum},
+                                              {"activation_checkpointing", o->activation_checkpointing},
+                                              {"peak_gib", o->peak_gib}};
+    }
+    emit(done);
   } else {
     std::printf("%s after %lld steps%s%s\n", outcome_name(r.outcome), static_cast<long long>(r.steps_done),
                 r.adapter_dir.empty() ? "" : "; adapter: ", r.adapter_dir.c_str());

@@ -37,4 +37,18 @@ inline bool allocator_stats(int device, AllocatorStats& out) {
 #endif
 }
 
+// Gives the caching allocator's free blocks back to the driver (after an out-of-memory error) and starts a
+// new peak.
+inline void release_and_reset_peak(int device) {
+#if FORJA_TORCH_CUDA
+  try {
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
+  } catch (...) {
+  }
+#else
+  (void)device;
+#endif
+}
+
 }  // namespace forja::env::torch_compat

@@ -106,6 +106,10 @@ TorchInfo probe_torch() {
   return info;
 }
 
+void release_cuda_memory(int device) {
+  torch_compat::release_and_reset_peak(device);
+}
+
 std::vector<AllocatorSample> torch_allocator_samples() {
   std::vector<AllocatorSample> out;
 #if FORJA_TORCH_CUDA

@@ -23,4 +23,7 @@ int normalize_cudnn_version(long raw);
 // Allocator counters per CUDA device for this process; empty without CUDA.
 std::vector<AllocatorSample> torch_allocator_samples();
 
+// Empties LibTorch's CUDA cache on `device` and resets its peak counter; nothing without CUDA.
+void release_cuda_memory(int device);
+
 }  // namespace forja::env

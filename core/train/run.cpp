@@ -7,9 +7,14 @@
 #include <chrono>
 #include <set>
 
+#include <c10/util/Exception.h>
 #include "causal_lm.h"
 #include "dataset_source.h"
 #include "env/torch_facts.h"
+
+#include <algorithm>
+#include <cstdio>
+
 #include "forja/error.h"
 #include "forja/model_config.h"
 #include "lora_peft.h"
@@ -24,12 +29,108 @@ namespace {
 
 // The settings that decide what a step computes: a checkpoint may only be resumed by a config that agrees on
 // all of them (how often to checkpoint or evaluate may change).
+// The micro-batch split (batch_size × grad_accum at the same product) and activation checkpointing may
+// change: that is what the out-of-memory advice asks for, and the data cursor counts examples, not batches.
 nlohmann::json resume_relevant(const std::string& config_json) {
   nlohmann::json j = nlohmann::json::parse(config_json);
+  j["global_batch"] = j.value("batch_size", int64_t{0}) * j.value("grad_accum", int64_t{1});
   for (const char* k : {"checkpoint_every", "keep_checkpoints", "eval_every", "early_stopping_patience",
-                        "early_stopping_min_delta", "output_dir", "device"})
+                        "early_stopping_min_delta", "output_dir", "device", "batch_size", "grad_accum",
+                        "activation_checkpointing"})
     j.erase(k);
   return j;
+}
+
+// The rows of `b` in batches of `rows` (the last may hold fewer).
+std::vector<Batch> split_rows(const Batch& b, int64_t rows) {
+  std::vector<Batch> out;
+  const auto cells = static_cast<size_t>(b.seq_len);
+  for (int64_t r0 = 0; r0 < b.rows; r0 += rows) {
+    const int64_t n = std::min(rows, b.rows - r0);
+    Batch p;
+    p.rows = n;
+    p.seq_len = b.seq_len;
+    p.packed = b.packed;
+    auto part = [&](const auto& v, auto& dst) {
+      if (v.empty()) return;
+      dst.assign(v.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(r0) * cells),
+                 v.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(r0 + n) * cells));
+    };
+    part(b.input_ids, p.input_ids);
+    part(b.labels, p.labels);
+    part(b.position_ids, p.position_ids);
+    part(b.segment_ids, p.segment_ids);
+    for (int32_t l : p.labels) p.loss_tokens += l != kIgnoreIndex;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double peak_gib() {
+  double peak = 0;
+  for (const auto& s : env::torch_allocator_samples())
+    peak = std::max(peak, double(s.peak_allocated) / (1 << 30));
+  return peak;
+}
+
+void release_memory(const at::Device& device) {
+  if (device.is_cuda()) env::release_cuda_memory(device.index() < 0 ? 0 : device.index());
+}
+
+// After an out-of-memory error in a step: the same step's data at smaller micro-batches and with activation
+// checkpointing, largest first, until one fits. Gradients are thrown away; nothing is updated.
+OutOfMemoryAdvice probe_fitting_setting(Trainer& trainer, const std::vector<Batch>& micro,
+                                        const TrainConfig& config, const at::Device& device,
+                                        const std::string& error) {
+  OutOfMemoryAdvice a;
+  a.error = error;
+  const int64_t rows = micro.front().rows;
+  const bool was_recompute = trainer.recompute();
+  std::vector<std::pair<int64_t, bool>> candidates;
+  for (int64_t r = rows; r >= 1; r /= 2)
+    for (bool rc : {false, true})
+      if (!(r == rows && rc == was_recompute) && (rc || !was_recompute)) candidates.push_back({r, rc});
+  // Same rows with checkpointing first (nothing else changes), then halving the rows.
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](const auto& x, const auto& y) { return (x.first == rows) > (y.first == rows); });
+  for (const auto& [r, rc] : candidates) {
+    std::vector<Batch> parts;
+    for (const Batch& b : micro)
+      for (Batch& p : split_rows(b, r)) parts.push_back(std::move(p));
+    trainer.set_recompute(rc);
+    release_memory(device);
+    try {
+      trainer.backward(parts);
+      if (device.is_cuda()) torch::cuda::synchronize();
+      a.found = true;
+      a.batch_size = r;
+      a.grad_accum = config.grad_accum * ((rows + r - 1) / r);
+      a.activation_checkpointing = rc;
+      a.peak_gib = peak_gib();
+    } catch (const c10::OutOfMemoryError&) {
+    }
+    trainer.optimizer().zero_grad();
+    if (a.found) break;
+  }
+  trainer.set_recompute(was_recompute);
+  release_memory(device);
+  const std::string shape = std::to_string(rows) + " rows of up to " + std::to_string(micro.front().seq_len) +
+                            " tokens per micro-batch";
+  if (a.found) {
+    char peak[64] = "";
+    if (a.peak_gib > 0) std::snprintf(peak, sizeof peak, " (measured peak %.1f GiB)", a.peak_gib);
+    a.message =
+        "The GPU ran out of memory at " + shape + ". A step fits with batch_size " +
+        std::to_string(a.batch_size) + ", grad_accum " + std::to_string(a.grad_accum) +
+        (a.activation_checkpointing ? " and activation checkpointing on" : "") + peak +
+        ", the same global batch. The run paused with a checkpoint: set those and start it again to resume.";
+  } else {
+    a.message =
+        "The GPU ran out of memory at " + shape +
+        ", and even one row with activation checkpointing does not fit. Lower max_length, or use a smaller "
+        "model. The run paused with a checkpoint.";
+  }
+  return a;
 }
 
 void gpu_memory(double& allocated_gib, double& reserved_gib) {
@@ -116,9 +217,28 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
   result.outcome = TrainOutcome::Finished;
   while (state.step < config.max_steps) {
     const auto t0 = Clock::now();
+    const std::string cursor_before = data.cursor();
     std::vector<Batch> micro;
     for (int64_t i = 0; i < config.grad_accum; ++i) micro.push_back(data.next());
-    StepStats s = trainer.step(micro);
+    StepStats s;
+    try {
+      s = trainer.backward(micro);
+    } catch (const c10::OutOfMemoryError& e) {
+      // Nothing of this step was applied: the checkpoint holds the steps before it, with the data cursor
+      // before its batches, so a resume redoes exactly this step.
+      trainer.optimizer().zero_grad();
+      release_memory(device);
+      const std::string what = e.what_without_backtrace();
+      say("out of memory at step " + std::to_string(state.step + 1) + ": " + what.substr(0, what.find('\n')));
+      data.seek(cursor_before);
+      if (state.step > first_step && saved_at.empty()) checkpoint();
+      result.out_of_memory = probe_fitting_setting(trainer, micro, config, device, what);
+      say(result.out_of_memory->message);
+      result.outcome = TrainOutcome::Paused;
+      result.steps_done = state.step;
+      return result;
+    }
+    trainer.update(s);
     if (device.is_cuda()) torch::cuda::synchronize();
     ++state.step;
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();

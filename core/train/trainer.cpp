@@ -1,7 +1,10 @@
 #include "trainer.h"
 
 #include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+
 #include <torch/csrc/autograd/autograd.h>
+#include <cstdlib>
 
 #include "forja/error.h"
 #include "loss.h"
@@ -64,6 +67,22 @@ StepStats Trainer::step(const std::vector<Batch>& micro_batches) {
   return s;
 }
 
+namespace {
+
+// Fault injection for the out-of-memory path's tests on machines without a GPU: with
+// FORJA_TEST_OOM_ABOVE_TOKENS=N a micro-batch of more than N tokens (4N with activation checkpointing) fails
+// as CUDA's allocator would.
+void maybe_inject_out_of_memory(const Batch& b, bool recompute) {
+  const char* limit_text = std::getenv("FORJA_TEST_OOM_ABOVE_TOKENS");
+  if (!limit_text) return;
+  const int64_t limit = std::atoll(limit_text) * (recompute ? 4 : 1);
+  TORCH_CHECK_WITH(OutOfMemoryError, b.rows * b.seq_len <= limit,
+                   "CUDA out of memory (injected by FORJA_TEST_OOM_ABOVE_TOKENS: ", b.rows * b.seq_len,
+                   " tokens in a micro-batch)");
+}
+
+}  // namespace
+
 StepStats Trainer::backward(const std::vector<Batch>& micro_batches) {
   if (micro_batches.empty()) throw Error("an optimizer step needs at least one micro-batch");
   StepStats s;
@@ -76,6 +95,7 @@ StepStats Trainer::backward(const std::vector<Batch>& micro_batches) {
   // Summed on the device: one synchronisation per step, not per micro-batch.
   at::Tensor total = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(model_.device()));
   for (const auto& b : micro_batches) {
+    maybe_inject_out_of_memory(b, recompute_);
     BatchTensors t = to_tensors(b, model_.device());
     at::Tensor loss = loss_sum(t, recompute_) / denom;
     torch::autograd::backward({loss});

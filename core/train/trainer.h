@@ -47,6 +47,9 @@ class Trainer {
   void update(StepStats& stats);
   // Mean cross-entropy over all loss tokens of `batches`, without gradients or dropout.
   double evaluate(const std::vector<Batch>& batches);
+  // Activation checkpointing on or off from the next step (the out-of-memory probe tries both).
+  void set_recompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
 
   int64_t steps_done() const { return optimizer_.steps(); }
   AdamW& optimizer() { return optimizer_; }

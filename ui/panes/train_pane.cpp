@@ -282,6 +282,21 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
                                .arg(r.value(QStringLiteral("steps")).toInteger())
                                .arg(QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString())));
     log(tr("worker: %1").arg(outcome));
+    const QJsonObject oom = r.value(QStringLiteral("out_of_memory")).toObject();
+    if (!oom.isEmpty()) {
+      // The worker measured a setting that fits: the form takes it, so Resume continues with it.
+      const QJsonObject s = oom.value(QStringLiteral("suggested")).toObject();
+      if (!s.isEmpty()) {
+        batch_->setValue(s.value(QStringLiteral("batch_size")).toInt());
+        accum_->setValue(s.value(QStringLiteral("grad_accum")).toInt());
+        checkpointing_->setChecked(s.value(QStringLiteral("activation_checkpointing")).toBool());
+      }
+      error_->show_error(
+          tr("The GPU ran out of memory."),
+          oom.value(QStringLiteral("message")).toString() +
+              (s.isEmpty() ? QString() : QStringLiteral("\n") + tr("The form now has that setting.")));
+      status_->setText(tr("Paused: out of GPU memory. Resume continues with the setting that fits."));
+    }
     update_buttons();
     Q_EMIT run_finished(r);
   });

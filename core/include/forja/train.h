@@ -97,13 +97,26 @@ using TrainCallback = std::function<TrainControl(const TrainProgress&)>;
 
 enum class TrainOutcome { Finished, EarlyStopped, Paused, Cancelled };
 
+// What a CUDA out-of-memory error in a step led to: the run paused with a checkpoint of the steps before it,
+// and a setting measured to fit (a probe ran the same step's data at it).
+struct OutOfMemoryAdvice {
+  std::string error;       // what ran out, as CUDA's allocator said it
+  bool found = false;      // a setting that fits was found
+  int64_t batch_size = 0;  // rows per micro-batch that fit
+  int64_t grad_accum = 0;  // accumulation that keeps the global batch
+  bool activation_checkpointing = false;
+  double peak_gib = 0;  // measured peak of the probe step (0 on the CPU)
+  std::string message;  // for people: what happened and what to change
+};
+
 struct TrainResult {
   TrainOutcome outcome = TrainOutcome::Finished;
   int64_t steps_done = 0;
   int64_t resumed_from_step = 0;  // 0: a fresh start
   std::string adapter_dir;        // the final adapter (PEFT format)
   std::string last_checkpoint;
-  std::vector<std::string> warnings;  // e.g. a corrupt checkpoint that was skipped
+  std::vector<std::string> warnings;               // e.g. a corrupt checkpoint that was skipped
+  std::optional<OutOfMemoryAdvice> out_of_memory;  // set when the run paused because memory ran out
 };
 
 }  // namespace forja

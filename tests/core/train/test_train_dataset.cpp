@@ -259,6 +259,46 @@ class TestTrainDataset : public QObject {
     forja_test::expect_error([&] { train(c); }, {"adapter", "rank 4"});
   }
 
+  void outOfMemoryPausesWithAMeasuredSetting() {
+    // CUDA's out-of-memory error, injected (FORJA_TEST_OOM_ABOVE_TOKENS: more than 150 tokens per micro-batch
+    // fail, 600 with activation checkpointing). 8 rows of up to 96 tokens fail; so do 8 rows with
+    // checkpointing and 4 rows without; 4 rows with checkpointing fit.
+    forja_test::TempFiles files;
+    auto c = base_config(model_, files.dir() / "oom");
+    c.batch_size = 8;
+    c.eval_fraction = 0;
+    c.max_steps = 3;
+    qputenv("FORJA_TEST_OOM_ABOVE_TOKENS", "150");
+    Trace t = train(c);
+    QCOMPARE(t.result.outcome, forja::TrainOutcome::Paused);
+    QCOMPARE(t.result.steps_done, int64_t(0));
+    QVERIFY(t.loss.empty());
+    QVERIFY(t.result.out_of_memory.has_value());
+    const auto& a = *t.result.out_of_memory;
+    QVERIFY(a.found);
+    QCOMPARE(a.batch_size, int64_t(4));
+    QCOMPARE(a.grad_accum, int64_t(2));
+    QVERIFY(a.activation_checkpointing);
+    QVERIFY2(
+        a.message.find("batch_size 4, grad_accum 2 and activation checkpointing on") != std::string::npos,
+        a.message.c_str());
+    QVERIFY(a.error.find("out of memory") != std::string::npos);
+    // The suggested setting resumes the same run (same global batch) and finishes.
+    c.batch_size = a.batch_size;
+    c.grad_accum = a.grad_accum;
+    c.activation_checkpointing = a.activation_checkpointing;
+    Trace rest = train(c);
+    QCOMPARE(rest.result.outcome, forja::TrainOutcome::Finished);
+    QCOMPARE(rest.loss.size(), size_t(3));
+    // Nothing fits at all: said so, the process goes on.
+    c.output_dir = (files.dir() / "oom2").string();
+    qputenv("FORJA_TEST_OOM_ABOVE_TOKENS", "1");
+    Trace none = train(c);
+    qunsetenv("FORJA_TEST_OOM_ABOVE_TOKENS");
+    QVERIFY(none.result.out_of_memory && !none.result.out_of_memory->found);
+    QVERIFY(none.result.out_of_memory->message.find("Lower max_length") != std::string::npos);
+  }
+
   void fileOrderWhenNotShuffled() {
     std::vector<forja::train::TokenizedExample> ex;
     for (int i = 0; i < 5; ++i) ex.push_back({{1, 10 + i}, {1, 10 + i}});
