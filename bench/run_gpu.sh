@@ -3,6 +3,8 @@
 #   bench/run_gpu.sh part1   GPU tests, doctor, training bench vs HF + PEFT (forja-cli monitor alongside), the same
 #                            bench with our kernels off, the kernels' bandwidth bench, tokenizer bench
 #   bench/run_gpu.sh part2   decode bench vs HF generate
+#   bench/run_gpu.sh oom     a real CUDA out-of-memory: TinyLlama shape at 64 x 4096 in bf16; the run pauses with the
+#                            setting it measured to fit, and resuming with that setting finishes
 #   bench/run_gpu.sh checks  GPU tests, kernels bench, a Forja adapter and merged export in PEFT / transformers,
 #                            the 50-step bf16 loss curve vs PEFT, and the demo model (resources/demo/make_demo.py)
 # Logs go to $OUT, packed into $OUT/logs.tgz (at most 8 files come back). Needs .device-carry/hf_peft_baseline.py
@@ -56,7 +58,39 @@ pack_logs() {
 mode=${1:-part1}
 configure_and_build
 
-if [[ $mode == checks ]]; then
+if [[ $mode == oom ]]; then
+  W=/tmp/forja-oom
+  rm -rf $W && mkdir -p $W
+  step "out of memory: TinyLlama-1.1B shape, 64 x 4096 tokens per micro-batch, bf16"
+  python3 - $W <<'PY' 2>&1 | grep -v "Warning\|Writing model"
+import json, sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+w = sys.argv[1]
+cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                  num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=4096, tie_word_embeddings=False)
+with torch.device("cuda"):
+    LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained(w + "/base")
+g = torch.Generator().manual_seed(0)
+with open(w + "/train.jsonl", "w") as f:
+    for _ in range(256):
+        f.write(json.dumps({"input_ids": torch.randint(3, 32000, (4096,), generator=g).tolist()}) + "\n")
+json.dump({"model_dir": w + "/base", "output_dir": w + "/run", "device": "cuda", "dtype": "bf16",
+           "train_file": w + "/train.jsonl", "batch_size": 64, "max_length": 4096, "max_steps": 2,
+           "checkpoint_every": 0}, open(w + "/cfg.json", "w"))
+PY
+  $CLI train $W/cfg.json --json-progress | tee $W/first.jsonl | grep -v '"event":"step"'
+  python3 - $W <<'PY'
+import json, sys
+w = sys.argv[1]
+done = [json.loads(l) for l in open(w + "/first.jsonl") if '"done"' in l][-1]
+s = done["out_of_memory"]["suggested"]
+c = json.load(open(w + "/cfg.json"))
+c.update(batch_size=s["batch_size"], grad_accum=s["grad_accum"], activation_checkpointing=s["activation_checkpointing"])
+json.dump(c, open(w + "/cfg2.json", "w"))
+print("resuming with", s)
+PY
+  $CLI train $W/cfg2.json --json-progress | grep -v '"event":"step"' | tail -3
+elif [[ $mode == checks ]]; then
   gpu_tests
   kernels_bench
   W=/tmp/forja-checks
