@@ -1,4 +1,4 @@
-// forja-cli train <config.json> [--json-progress] [--journal PATH | --no-journal]
+// forja-cli train <config.json|yaml> [--json-progress] [--journal PATH | --no-journal]
 // Runs a whole LoRA fine-tune headless: the config is what the GUI's "export config" writes (forja/train.h).
 // A progress line per step, or with --json-progress one JSON object per line (the GUI supervises this process
 // and reads them). SIGINT / SIGTERM pause the run: it checkpoints and exits 0, and the same command resumes
@@ -53,6 +53,14 @@ std::string duration(double s) {
   else
     std::snprintf(buf, sizeof buf, "%dm%02ds", int(s / 60), int(s) % 60);
   return buf;
+}
+
+// [#########...............] for `done` of `total`.
+std::string progress_bar(int64_t done, int64_t total, int width) {
+  const int filled =
+      total > 0 ? static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width) : 0;
+  return "[" + std::string(static_cast<size_t>(filled), '#') +
+         std::string(static_cast<size_t>(width - filled), '.') + "]";
 }
 
 void emit(const nlohmann::ordered_json& j) {
@@ -172,10 +180,11 @@ class RunJournal {
 
 int run_train(forja::cli::Args& args) {
   args.reject_unknown({"journal"});
-  const std::string path = args.positional(0, "<config.json>");
+  const std::string path = args.positional(0, "<config.json|yaml>");
   const bool json_progress = args.flag("json-progress");
   const bool no_journal = args.flag("no-journal");
-  forja::TrainConfig config = forja::train_config_from_json(forja::read_text_file(path), path);
+  const bool tty = !json_progress && isatty(fileno(stdout));
+  forja::TrainConfig config = forja::train_config_from_text(forja::read_text_file(path), path);
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -210,11 +219,15 @@ int run_train(forja::cli::Args& args) {
       if (!p.checkpoint.empty()) j["checkpoint"] = p.checkpoint;
       emit(j);
     } else {
-      std::printf("step %lld/%lld  loss %.4f%s  lr %.3g  |g| %.3g  %.0f tok/s  %.1f GiB  ETA %s%s\n",
-                  static_cast<long long>(p.step), static_cast<long long>(p.total_steps), p.loss,
+      // On a terminal: one progress bar redrawn in place, with a line kept for each eval and checkpoint.
+      // Elsewhere (a log file): a line per step.
+      const std::string lead = tty ? "\r" + progress_bar(p.step, p.total_steps, 24) + " " : std::string();
+      std::printf("%sstep %lld/%lld  loss %.4f%s  lr %.3g  |g| %.3g  %.0f tok/s  %.1f GiB  ETA %s%s%s",
+                  lead.c_str(), static_cast<long long>(p.step), static_cast<long long>(p.total_steps), p.loss,
                   p.eval_loss ? ("  eval " + std::to_string(*p.eval_loss)).c_str() : "", p.learning_rate,
                   p.grad_norm, p.tokens_per_second, p.gpu_reserved_gib, duration(p.eta_seconds).c_str(),
-                  p.checkpoint.empty() ? "" : "  [checkpoint]");
+                  p.checkpoint.empty() ? "" : "  [checkpoint]", tty ? "\033[K" : "\n");
+      if (tty && (p.eval_loss || !p.checkpoint.empty() || p.step == p.total_steps)) std::printf("\n");
       std::fflush(stdout);
     }
     return g_stop.load() ? forja::TrainControl::Pause : forja::TrainControl::Continue;
@@ -250,5 +263,5 @@ int run_train(forja::cli::Args& args) {
 }  // namespace
 
 FORJA_CLI_COMMAND(train, "Fine-tune a model with LoRA, headless (resumes from its last checkpoint)",
-                  "train <config.json> [--json-progress] [--journal PATH | --no-journal]", run_train,
+                  "train <config.json|yaml> [--json-progress] [--journal PATH | --no-journal]", run_train,
                   {"json-progress", "no-journal"});

@@ -6,6 +6,7 @@
 
 #include "forja/error.h"
 #include "forja/train.h"
+#include "yaml_subset.h"
 
 namespace forja {
 using nlohmann::json;
@@ -138,6 +139,16 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   if (!(c.eval_fraction >= 0.0 && c.eval_fraction < 1.0))
     r.fail("eval_fraction must be in [0, 1), not " + std::to_string(c.eval_fraction));
   return c;
+}
+
+TrainConfig train_config_from_text(const std::string& text, const std::string& source) {
+  const auto ends_with = [&](const char* ext) {
+    const std::string e(ext);
+    return source.size() >= e.size() && source.compare(source.size() - e.size(), e.size(), e) == 0;
+  };
+  if (ends_with(".yaml") || ends_with(".yml"))
+    return train_config_from_json(train::parse_yaml_subset(text, source).dump(), source);
+  return train_config_from_json(text, source);
 }
 
 std::string train_config_to_json(const TrainConfig& c) {

@@ -74,6 +74,8 @@ struct TrainConfig {
 // a typo never silently trains with a default. `source` names the file in messages.
 TrainConfig train_config_from_json(const std::string& json_text, const std::string& source);
 std::string train_config_to_json(const TrainConfig& config);
+// A config file's text: YAML when `source` ends in .yaml or .yml (the plain subset configs use), else JSON.
+TrainConfig train_config_from_text(const std::string& text, const std::string& source);
 
 struct TrainProgress {
   int64_t step = 0;  // optimizer steps done
