@@ -33,29 +33,13 @@
 #include <vector>
 
 #include "forja/safetensors.h"
+#include "forja_kernels/nf4.h"
 
 namespace forja::quant {
 
-// The 16 NormalFloat4 values, ascending: the paper's NF4 data type (quantiles of N(0, 1) normalised to
-// [-1, 1], with an exact 0), written out as bitsandbytes ships them (csrc/kernels.cu, its NF4 lookup table).
-inline constexpr std::array<float, 16> kNf4Codes = {
-    -1.0f,
-    -0.6961928009986877f,
-    -0.5250730514526367f,
-    -0.39491748809814453f,
-    -0.28444138169288635f,
-    -0.18477343022823334f,
-    -0.09105003625154495f,
-    0.0f,
-    0.07958029955625534f,
-    0.16093020141124725f,
-    0.24611230194568634f,
-    0.33791524171829224f,
-    0.44070982933044434f,
-    0.5626170039176941f,
-    0.7229568362236023f,
-    1.0f,
-};
+// The 16 NormalFloat4 values, ascending (FORJA_NF4_CODE_VALUES of kernels/nf4: one table for the CPU, the GPU
+// kernels and their reference).
+inline constexpr std::array<float, 16> kNf4Codes = {FORJA_NF4_CODE_VALUES};
 inline constexpr uint8_t kNf4ZeroCode = 7;
 
 // Half of the largest gap between adjacent codes (between -1.0 and -0.696): the worst |x - code(x)| for

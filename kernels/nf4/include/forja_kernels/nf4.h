@@ -19,6 +19,16 @@
 #ifndef FORJA_KERNELS_NF4_H
 #define FORJA_KERNELS_NF4_H
 
+/* The 16 NF4 code values, ascending: the QLoRA paper's NormalFloat4 (quantiles of N(0, 1) normalised to [-1,
+ * 1], with an exact 0), as bitsandbytes ships them (csrc/kernels.cu, its NF4 lookup table). The one
+ * definition that the CPU reference, the CUDA kernels and core/quant (forja/nf4.h) all initialise their
+ * tables from. */
+#define FORJA_NF4_CODE_VALUES                                                                         \
+  -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,    \
+      -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f, \
+      0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f,          \
+      0.7229568362236023f, 1.0f
+
 #include <stdint.h>
 #include <string.h>
 
