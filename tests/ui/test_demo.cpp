@@ -128,22 +128,8 @@ void TestDemo::staysResponsiveWhileTrainingAndGenerating() {
   train->start();
   QTRY_VERIFY_WITH_TIMEOUT(train->plotted_steps() >= 1, 60000);
 
-  QElapsedTimer clock;
-  qint64 last = -1, longest = 0;
-  int ticks = 0;
-  QTimer timer;
-  timer.setInterval(10);
-  connect(&timer, &QTimer::timeout, this, [&] {
-    const qint64 now = clock.elapsed();
-    if (last >= 0) longest = std::max(longest, now - last);
-    if (last >= 0 && now - last > 25)
-      qInfo("a gap of %lld ms at %lld ms (generating: %d)", now - last, now,
-            int(window.chat_pane()->generating()));
-    last = now;
-    ++ticks;
-  });
-  clock.start();
-  timer.start();
+  forja::test::EventLoopWatch watch;
+  watch.start();
   QSignalSpy answered(chat, &ChatPane::answer_finished);
   int generations = 0;
   while (train->running() && generations < 1000) {
@@ -156,12 +142,13 @@ void TestDemo::staysResponsiveWhileTrainingAndGenerating() {
   }
   const int steps_seen = train->plotted_steps();
   QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240000);
-  timer.stop();
+  watch.stop();
   qInfo("%d generations while %d training steps ran; %d ticks, longest gap %lld ms", generations, steps_seen,
-        ticks, longest);
+        watch.ticks, watch.longest);
   QVERIFY(generations >= 1);
-  QVERIFY(ticks > 100);
-  QVERIFY2(longest < 50, qPrintable(QStringLiteral("the event loop stalled for %1 ms").arg(longest)));
+  QVERIFY(watch.ticks > 100);
+  QVERIFY2(watch.longest < 50,
+           qPrintable(QStringLiteral("the event loop stalled for %1 ms").arg(watch.longest)));
 }
 
 QTEST_MAIN(TestDemo)

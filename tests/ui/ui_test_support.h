@@ -1,18 +1,20 @@
-// Helpers shared by the window's test suites: an isolated settings/XDG environment, hand-written model folders
-// (a config.json and a safetensors file built byte by byte), and accepting the next modal dialog.
+// Helpers shared by the window's test suites: an isolated settings/XDG environment, hand-written model
+// folders (a config.json and a safetensors file built byte by byte), and accepting the next modal dialog.
 #pragma once
 
+#include <QAbstractButton>
 #include <QApplication>
 #include <QByteArray>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QMessageBox>
-#include <QAbstractButton>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,8 +30,8 @@ inline void init_ui_test_environment(const char* suite) {
   QCoreApplication::setOrganizationName(QStringLiteral("forja-tests"));
   QCoreApplication::setApplicationName(QString::fromLatin1(suite));
   forja::ui::initialize(*qobject_cast<QApplication*>(QCoreApplication::instance()));
-  // Settings in a folder of this process alone: two runs of the same suite (a developer's build and a CI clone on
-  // one machine) must not clear each other's recent lists mid-test.
+  // Settings in a folder of this process alone: two runs of the same suite (a developer's build and a CI
+  // clone on one machine) must not clear each other's recent lists mid-test.
   static QTemporaryDir settings_dir;
   QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings_dir.path());
   QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings_dir.path());
@@ -42,8 +44,10 @@ struct FakeTensor {
 };
 
 // Writes an F32 safetensors file by hand: 8-byte little-endian header length, the JSON header
-// {name: {dtype, shape, data_offsets}}, then the (zero) bytes. `truncate_by` cuts that many bytes off the end.
-inline void write_safetensors(const QString& path, const std::vector<FakeTensor>& tensors, int truncate_by = 0) {
+// {name: {dtype, shape, data_offsets}}, then the (zero) bytes. `truncate_by` cuts that many bytes off the
+// end.
+inline void write_safetensors(const QString& path, const std::vector<FakeTensor>& tensors,
+                              int truncate_by = 0) {
   QByteArray header = "{";
   int64_t offset = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -54,9 +58,10 @@ inline void write_safetensors(const QString& path, const std::vector<FakeTensor>
       shape += (shape.isEmpty() ? "" : ",") + QByteArray::number(qlonglong(d));
     }
     const int64_t bytes = n * 4;  // F32
-    header += (i ? "," : "") + QByteArray("\"") + tensors[i].name.c_str() + "\":{\"dtype\":\"F32\",\"shape\":[" +
-              shape + "],\"data_offsets\":[" + QByteArray::number(qlonglong(offset)) + "," +
-              QByteArray::number(qlonglong(offset + bytes)) + "]}";
+    header += (i ? "," : "") + QByteArray("\"") + tensors[i].name.c_str() +
+              "\":{\"dtype\":\"F32\",\"shape\":[" + shape + "],\"data_offsets\":[" +
+              QByteArray::number(qlonglong(offset)) + "," + QByteArray::number(qlonglong(offset + bytes)) +
+              "]}";
     offset += bytes;
   }
   header += "}";
@@ -76,8 +81,9 @@ struct TinyLlama {
   static constexpr int64_t hidden = 8, intermediate = 12, heads = 2, kv_heads = 1, head_dim = 4, vocab = 16;
   // embed + lm_head (vocab × hidden each) + q, o (hidden × hidden) + k, v (kv_heads·head_dim × hidden)
   // + gate, up, down (intermediate × hidden) + 2 layer norms + the final norm (hidden each).
-  static constexpr int64_t parameters = 2 * vocab * hidden + 2 * hidden * hidden + 2 * kv_heads * head_dim * hidden +
-                                        3 * intermediate * hidden + 3 * hidden;
+  static constexpr int64_t parameters = 2 * vocab * hidden + 2 * hidden * hidden +
+                                        2 * kv_heads * head_dim * hidden + 3 * intermediate * hidden +
+                                        3 * hidden;
 };
 
 inline void write_tiny_llama(const QString& dir, int truncate_weights_by = 0) {
@@ -114,7 +120,8 @@ inline void write_tiny_llama(const QString& dir, int truncate_weights_by = 0) {
 }
 
 // Clicks `button` on the next message box that opens (call before the code that opens it).
-// Gives up after ~5 s (500 looks, 10 ms apart) so that a box that never opens cannot keep a timer alive forever.
+// Gives up after ~5 s (500 looks, 10 ms apart) so that a box that never opens cannot keep a timer alive
+// forever.
 inline void answer_next_message_box(QMessageBox::StandardButton button, int looks_left = 500) {
   QTimer::singleShot(10, [button, looks_left] {
     auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
@@ -125,5 +132,32 @@ inline void answer_next_message_box(QMessageBox::StandardButton button, int look
     }
   });
 }
+
+// The GUI's responsiveness: a timer every 10 ms on the event loop; `longest` is the longest time between two
+// of its ticks (the longest the loop went without running it), from start() to stop().
+class EventLoopWatch {
+ public:
+  EventLoopWatch() {
+    timer_.setInterval(10);
+    QObject::connect(&timer_, &QTimer::timeout, [this] {
+      const qint64 now = clock_.elapsed();
+      if (last_ >= 0) longest = std::max(longest, now - last_);
+      last_ = now;
+      ++ticks;
+    });
+  }
+  void start() {
+    clock_.start();
+    timer_.start();
+  }
+  void stop() { timer_.stop(); }
+  qint64 longest = 0;
+  int ticks = 0;
+
+ private:
+  QElapsedTimer clock_;
+  QTimer timer_;
+  qint64 last_ = -1;
+};
 
 }  // namespace forja::test

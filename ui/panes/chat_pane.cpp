@@ -32,6 +32,7 @@
 #include "error_box.h"
 #include "forja/error.h"
 #include "forja/journal.h"
+#include "form_util.h"
 #include "format.h"
 
 namespace forja::ui {
@@ -43,22 +44,6 @@ const QString kSystem = QStringLiteral("system");
 
 // A chat's title in the list: its first message, on one line, cut at a length that fits the list.
 constexpr int kTitleChars = 60;
-
-QSpinBox* int_box(int lo, int hi, int value) {
-  auto* b = new QSpinBox;
-  b->setRange(lo, hi);
-  b->setValue(value);
-  return b;
-}
-
-QDoubleSpinBox* real_box(double lo, double hi, double value, int decimals, double step) {
-  auto* b = new QDoubleSpinBox;
-  b->setDecimals(decimals);
-  b->setRange(lo, hi);
-  b->setSingleStep(step);
-  b->setValue(value);
-  return b;
-}
 
 QString chat_title(const QString& first_message) {
   QString line = first_message.simplified();

@@ -32,6 +32,7 @@
 #include "forja/error.h"
 #include "forja/journal.h"
 #include "forja/train.h"
+#include "form_util.h"
 #include "format.h"
 #include "plot.h"
 #include "theme.h"
@@ -39,22 +40,6 @@
 
 namespace forja::ui {
 namespace {
-
-QSpinBox* int_box(int lo, int hi, int value) {
-  auto* b = new QSpinBox;
-  b->setRange(lo, hi);
-  b->setValue(value);
-  return b;
-}
-
-QDoubleSpinBox* real_box(double lo, double hi, double value, int decimals, double step) {
-  auto* b = new QDoubleSpinBox;
-  b->setDecimals(decimals);
-  b->setRange(lo, hi);
-  b->setSingleStep(step);
-  b->setValue(value);
-  return b;
-}
 
 void add_point(QCustomPlot* plot, int graph, double x, double y) {
   plot->graph(graph)->addData(x, y);
