@@ -104,6 +104,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     setWindowTitle(tr("%1 — Forja").arg(QFileInfo(QString::fromStdString(info.dir.string())).fileName()));
     data_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
     train_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
+    train_pane_->set_model_info(info);
     chat_pane_->set_model_dir(QString::fromStdString(info.dir.string()));
   });
   connect(model_pane_, &ModelPane::demo_requested, this, &MainWindow::start_demo);

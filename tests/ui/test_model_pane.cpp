@@ -27,7 +27,9 @@ QString fact(ModelPane* pane, const char* key) {
   return label ? label->text() : QStringLiteral("<no label %1>").arg(QLatin1String(key));
 }
 
-QString fixture(const char* name) { return QStringLiteral(FORJA_FIXTURES_DIR "/models/") + QLatin1String(name); }
+QString fixture(const char* name) {
+  return QStringLiteral(FORJA_FIXTURES_DIR "/models/") + QLatin1String(name);
+}
 
 }  // namespace
 
@@ -80,11 +82,18 @@ void TestModelPane::opensFixtureModel() {
   QCOMPARE(fact(pane_, "context"), QStringLiteral("128 tokens"));
   QCOMPARE(fact(pane_, "vocab"), QStringLiteral("320 tokens"));
   QVERIFY(fact(pane_, "tied").startsWith(QStringLiteral("yes")));
+  // Memory estimates: the context is the model's 128 tokens (below the 4096 cap); training at LoRA r16, 4 ×
+  // 1024.
+  QVERIFY2(fact(pane_, "chat_memory").contains(QStringLiteral("128 tokens of context")),
+           qPrintable(fact(pane_, "chat_memory")));
+  QVERIFY2(fact(pane_, "train_memory").contains(QStringLiteral("LoRA r16 at 4 × 1,024 tokens")),
+           qPrintable(fact(pane_, "train_memory")));
   QCOMPARE(fact(pane_, "dtype"), QStringLiteral("F32"));
   QCOMPARE(fact(pane_, "rope"), QStringLiteral("RoPE, theta 10000"));
-  // 102,720 parameters: embed 320·64 + 2 layers × (q 64·64 + k 16·64 + v 16·64 + o 64·64 + 3 MLP 160·64 + 2 norms
-  // of 64) + the final norm of 64, the head tied to the embedding; two bytes each in bf16.
-  constexpr int64_t kParams = 320 * 64 + 2 * (64 * 64 + 16 * 64 + 16 * 64 + 64 * 64 + 3 * 160 * 64 + 2 * 64) + 64;
+  // 102,720 parameters: embed 320·64 + 2 layers × (q 64·64 + k 16·64 + v 16·64 + o 64·64 + 3 MLP 160·64 + 2
+  // norms of 64) + the final norm of 64, the head tied to the embedding; two bytes each in bf16.
+  constexpr int64_t kParams =
+      320 * 64 + 2 * (64 * 64 + 16 * 64 + 16 * 64 + 64 * 64 + 3 * 160 * 64 + 2 * 64) + 64;
   QVERIFY2(fact(pane_, "parameters").contains(QLocale().toString(qlonglong(kParams))),
            qPrintable(fact(pane_, "parameters")));
   QCOMPARE(fact(pane_, "memory"), forja::ui::format_bytes(kParams * 2));
@@ -128,7 +137,8 @@ void TestModelPane::dropsHandWrittenFolder() {
 
 void TestModelPane::truncatedWeightsShowError() {
   const QString dir = tmp_->filePath(QStringLiteral("truncated"));
-  forja::test::write_tiny_llama(dir, /*truncate_weights_by=*/100);  // the last tensor's bytes run past the end
+  forja::test::write_tiny_llama(dir,
+                                /*truncate_weights_by=*/100);  // the last tensor's bytes run past the end
   QSignalSpy failed(pane_, &ModelPane::open_failed);
   QSignalSpy opened(pane_, &ModelPane::model_opened);
   window_->open_model(dir);

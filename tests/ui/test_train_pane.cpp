@@ -65,6 +65,7 @@ class TestTrainPane : public QObject {
   void missingWorkerSaysWhy();
   void dataSettingsGoIntoTheConfig();
   void windowRestartFollowsTheRunningWorker();
+  void memoryEstimateFollowsTheSettings();
 
  private:
   void configure(int steps, int checkpoint_every);
@@ -161,6 +162,18 @@ void TestTrainPane::windowRestartFollowsTheRunningWorker() {
   QCOMPARE(pane_->plotted_steps(), 120);  // the steps before the restart were replayed from the progress file
   forja::Journal journal(tmp_->filePath(QStringLiteral("journal.db")).toStdString());
   QCOMPARE(journal.runs().front().status, forja::RunStatus::Completed);
+}
+
+void TestTrainPane::memoryEstimateFollowsTheSettings() {
+  auto* estimate = pane_->findChild<QLabel*>(QStringLiteral("trainMemoryEstimate"));
+  QVERIFY(estimate->text().contains(QStringLiteral("open a model")));
+  window_->open_model(kModel);
+  QTRY_VERIFY_WITH_TIMEOUT(estimate->text().startsWith(QStringLiteral("Estimated GPU memory: about")), 30000);
+  const QString small = estimate->text();
+  pane_->findChild<QSpinBox*>(QStringLiteral("trainBatch"))->setValue(64);
+  QVERIFY(estimate->text() != small);  // more rows, more activations
+  pane_->findChild<QCheckBox*>(QStringLiteral("trainCheckpointing"))->setChecked(true);
+  QVERIFY(estimate->text() != small);
 }
 
 void TestTrainPane::dataSettingsGoIntoTheConfig() {

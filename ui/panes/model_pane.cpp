@@ -14,12 +14,15 @@
 #include <QLocale>
 #include <QMimeData>
 #include <QPushButton>
+
 #include <QScrollArea>
 #include <QSettings>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "app_paths.h"
 #include "error_box.h"
+#include "forja/memory_estimate.h"
 #include "format.h"
 #include "jobs/inspect_model_job.h"
 #include "jobs/job_monitor.h"
@@ -97,6 +100,8 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
   add_fact(form, QStringLiteral("rope"), tr("Positions"));
   add_fact(form, QStringLiteral("tokenizer"), tr("Tokenizer files"));
   add_fact(form, QStringLiteral("memory"), tr("GPU memory, weights in bf16"));
+  add_fact(form, QStringLiteral("chat_memory"), tr("GPU memory to chat"));
+  add_fact(form, QStringLiteral("train_memory"), tr("GPU memory to train"));
   facts_box_->hide();
 
   recent_list_ = new QListWidget;
@@ -194,6 +199,19 @@ void ModelPane::show_model(const forja::ModelInfo& info) {
           ? tr("none found — chat and training need tokenizer.json or tokenizer.model in the folder")
           : join(info.tokenizer_files));
   facts_[QStringLiteral("memory")]->setText(format_bytes(info.bf16_weight_bytes));
+  // Estimates before anything loads (forja/memory_estimate.h, calibrated on measured peaks).
+  const forja::ModelShape shape = forja::model_shape(info);
+  const int64_t context = std::min<int64_t>(info.context_length, 4096);
+  facts_[QStringLiteral("chat_memory")]->setText(
+      tr("about %1 (bf16, %2 tokens of context)")
+          .arg(format_bytes(forja::estimate_chat_memory(shape, context).total()), number(context)));
+  const forja::TrainShape train;  // the common LoRA recipe: r16 on the 7 projections, 4 × 1024
+  facts_[QStringLiteral("train_memory")]->setText(
+      tr("about %1 for LoRA r%2 at %3 × %4 tokens (%5 with activation checkpointing)")
+          .arg(format_bytes(forja::estimate_train_memory(shape, train).total()), number(train.lora_rank),
+               number(train.batch_size), number(train.seq_len),
+               format_bytes(
+                   forja::estimate_train_memory(shape, {4, 1024, 16, train.target_modules, true}).total())));
   facts_box_->show();
   const QString demo = demo_dir();
   demo_note_->setVisible(!demo.isEmpty() && QDir(dir) == QDir(demo + QStringLiteral("/model")));

@@ -155,6 +155,13 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   }());
   form->addRow(checkpointing_);
   form->addRow(packing_);
+  estimate_ = new QLabel;
+  estimate_->setObjectName(QStringLiteral("trainMemoryEstimate"));
+  estimate_->setWordWrap(true);
+  form->addRow(estimate_);
+  for (QSpinBox* b : {rank_, batch_, max_len_})
+    connect(b, &QSpinBox::valueChanged, this, &TrainPane::update_estimate);
+  connect(checkpointing_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
   auto* form_box = new QWidget;
   form_box->setLayout(form);
   auto* scroll = new QScrollArea;
@@ -308,6 +315,7 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   });
   apply_preset(QStringLiteral("quick"));
   set_model_dir({});
+  update_estimate();
   update_buttons();
 }
 
@@ -371,6 +379,28 @@ void TrainPane::set_model_dir(const QString& dir) {
                          ? tr("Pick a model (Model pane) and a dataset (Data pane), then Start.")
                          : tr("Ready: Start runs %n step(s) in a worker process.", nullptr, steps_->value()));
   update_buttons();
+}
+
+void TrainPane::set_model_info(const forja::ModelInfo& info) {
+  shape_ = forja::model_shape(info);
+  update_estimate();
+}
+
+void TrainPane::update_estimate() {
+  if (!shape_) {
+    estimate_->setText(tr("Estimated GPU memory: open a model to see it."));
+    return;
+  }
+  forja::TrainShape t;
+  t.batch_size = batch_->value();
+  t.seq_len = max_len_->value();
+  t.lora_rank = rank_->value();
+  t.activation_checkpointing = checkpointing_->isChecked();
+  const forja::MemoryEstimate m = forja::estimate_train_memory(*shape_, t);
+  estimate_->setText(tr("Estimated GPU memory: about %1 (weights %2, LoRA and optimizer %3, activations %4). "
+                        "Rows shorter than the max length take less.")
+                         .arg(format_bytes(m.total()), format_bytes(m.weights), format_bytes(m.adapters),
+                              format_bytes(m.activations)));
 }
 
 void TrainPane::set_dataset(const QString& file, const QJsonObject& data_settings) {

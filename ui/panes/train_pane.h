@@ -8,6 +8,9 @@
 #include <QJsonObject>
 #include <QString>
 
+#include <optional>
+
+#include "forja/memory_estimate.h"
 #include "pane.h"
 
 class QComboBox;
@@ -37,6 +40,8 @@ class TrainPane : public Pane {
   QIcon icon() const override { return QIcon(QStringLiteral(":/icons/train.svg")); }
 
   void set_model_dir(const QString& dir);
+  // The open model's shape, for the memory estimate under the form.
+  void set_model_info(const forja::ModelInfo& info);
   // The dataset and how the Data pane read it (see DataPane::dataset_ready); max_length also sets the form's.
   void set_dataset(const QString& file, const QJsonObject& data_settings = {});
   // The training config the form describes, as the JSON `forja-cli train` reads.
@@ -69,7 +74,11 @@ class TrainPane : public Pane {
   void update_buttons();
   QCustomPlot* make_plot(const QString& name, const QString& y_label);
 
+  void update_estimate();
+
   QString model_dir_, dataset_;
+  std::optional<forja::ModelShape> shape_;
+  QLabel* estimate_;
   QJsonObject data_settings_;
   TrainWorker* worker_;
   QLabel* inputs_;

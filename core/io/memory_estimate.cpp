@@ -1,0 +1,105 @@
+#include "forja/memory_estimate.h"
+
+#include <algorithm>
+
+namespace forja {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// Parameters of one decoder layer's projections: (in, out) per target name.
+std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> projections(const ModelShape& s) {
+  const int64_t q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
+  if (s.gpt2)
+    return {{"c_attn", {s.hidden, 3 * s.hidden}},
+            {"c_proj", {s.hidden, s.hidden}},  // attention's output projection
+            {"c_fc", {s.hidden, s.intermediate}},
+            {"c_proj", {s.intermediate, s.hidden}}};  // the MLP's, also named c_proj
+  return {{"q_proj", {s.hidden, q}},
+          {"k_proj", {s.hidden, kv}},
+          {"v_proj", {s.hidden, kv}},
+          {"o_proj", {q, s.hidden}},
+          {"gate_proj", {s.hidden, s.intermediate}},
+          {"up_proj", {s.hidden, s.intermediate}},
+          {"down_proj", {s.intermediate, s.hidden}}};
+}
+
+int64_t count_parameters(const ModelShape& s) {
+  int64_t per_layer = 0;
+  for (const auto& [name, io] : projections(s)) per_layer += io.first * io.second;
+  per_layer += 2 * s.hidden;                             // the two norms
+  // + the final norm, the embedding and the head (untied; GPT-2's biases and positions are left out: the panes
+  // count a real checkpoint's tensors instead).
+  return s.layers * per_layer + s.hidden + 2 * s.vocab * s.hidden;
+}
+
+}  // namespace
+
+ModelShape model_shape(const ModelInfo& info) {
+  ModelShape s;
+  s.gpt2 = info.family == "gpt2";
+  s.layers = info.layers;
+  s.hidden = info.hidden_size;
+  s.intermediate = info.intermediate_size;
+  s.heads = info.heads;
+  s.kv_heads = info.kv_heads;
+  s.head_dim = info.head_dim;
+  s.vocab = info.vocab_size;
+  s.parameters = info.parameters;
+  return s;
+}
+
+ModelShape model_shape(const ModelConfig& c) {
+  ModelShape s;
+  s.gpt2 = c.family == Family::Gpt2;
+  s.layers = c.num_layers;
+  s.hidden = c.hidden_size;
+  s.intermediate = c.intermediate_size;
+  s.heads = c.num_heads;
+  s.kv_heads = c.num_kv_heads;
+  s.head_dim = c.head_dim;
+  s.vocab = c.vocab_size;
+  s.parameters = count_parameters(s) - (c.tie_word_embeddings ? s.vocab * s.hidden : 0);
+  return s;
+}
+
+int64_t lora_parameter_count(const ModelShape& shape, int64_t rank, const std::vector<std::string>& targets) {
+  int64_t n = 0;
+  for (const auto& [name, io] : projections(shape))
+    if (std::find(targets.begin(), targets.end(), name) != targets.end()) n += rank * (io.first + io.second);
+  return n * shape.layers;
+}
+
+MemoryEstimate estimate_train_memory(const ModelShape& s, const TrainShape& t) {
+  MemoryEstimate m;
+  const int64_t params = s.parameters > 0 ? s.parameters : count_parameters(s);
+  m.weights = 2 * params;
+  m.adapters = 16 * lora_parameter_count(s, t.lora_rank, t.target_modules);  // fp32 weight, grad, 2 moments
+  const int64_t tokens = t.batch_size * t.seq_len;
+  // bf16 values kept for backward, per token and layer: 6 hidden-wide (norm outputs, q/k/v/o, residuals,
+  // attention output) and 10/3 intermediate-wide (gate, up, their product, minus what the fused kernels
+  // drop): the two coefficients solved from the two measured peaks named in the header.
+  const int64_t per_token_layer = 2 * (6 * s.hidden + 10 * s.intermediate / 3);
+  if (t.activation_checkpointing)
+    // Each block's input kept, one block's activations live while it is recomputed.
+    m.activations = tokens * (s.layers * 2 * s.hidden + per_token_layer);
+  else
+    m.activations = tokens * s.layers * per_token_layer;
+  // The loss works through the logits 256 MiB of fp32 at a time (and their gradient).
+  m.workspace = 2 * std::min<int64_t>(tokens * s.vocab * 4, 256 * kMiB);
+  m.cuda_context = 600 * kMiB;
+  return m;
+}
+
+MemoryEstimate estimate_chat_memory(const ModelShape& s, int64_t context) {
+  MemoryEstimate m;
+  const int64_t params = s.parameters > 0 ? s.parameters : count_parameters(s);
+  m.weights = 2 * params;
+  const int64_t kv_width = s.gpt2 ? s.hidden : s.kv_heads * s.head_dim;
+  m.activations = 2 * s.layers * kv_width * context * 2;  // K and V, bf16
+  m.workspace = 4 * s.vocab;                              // fp32 logits of one token
+  m.cuda_context = 600 * kMiB;
+  return m;
+}
+
+}  // namespace forja
