@@ -3,6 +3,7 @@
 #   bench/run_gpu.sh part1   GPU tests, doctor, training bench vs HF + PEFT (forja-cli monitor alongside), the same
 #                            bench with our kernels off, the kernels' bandwidth bench, tokenizer bench
 #   bench/run_gpu.sh part2   decode bench vs HF generate
+#   bench/run_gpu.sh tests   only the build and the gpu-labelled tests
 #   bench/run_gpu.sh oom     a real CUDA out-of-memory: TinyLlama shape at 64 x 4096 in bf16; the run pauses with the
 #                            setting it measured to fit, and resuming with that setting finishes
 #   bench/run_gpu.sh checks  GPU tests, kernels bench, a Forja adapter and merged export in PEFT / transformers,
@@ -58,7 +59,9 @@ pack_logs() {
 mode=${1:-part1}
 configure_and_build
 
-if [[ $mode == oom ]]; then
+if [[ $mode == tests ]]; then
+  gpu_tests
+elif [[ $mode == oom ]]; then
   W=/tmp/forja-oom
   rm -rf $W && mkdir -p $W
   step "out of memory: TinyLlama-1.1B shape, 64 x 4096 tokens per micro-batch, bf16"
