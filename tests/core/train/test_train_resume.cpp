@@ -3,6 +3,7 @@
 // on, so the generator states matter); a second run is SIGKILLed at several points and restarted each time.
 // After every kill no checkpoint folder may be damaged, and the resumed losses must equal, bit for bit, those
 // of the uninterrupted run at the same steps.
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -80,6 +81,7 @@ struct Run {
   std::map<int64_t, double> eval_loss;
   std::string outcome;
   int64_t resumed_from = -1;
+  bool killed_while_running = false;  // run_and_kill: the process was still going when SIGKILL came
 };
 
 void parse_lines(const QByteArray& out, Run& run) {
@@ -135,6 +137,7 @@ Run run_and_kill(const fs::path& config, int64_t kill_after_step, int delay_ms) 
       if (!seen.loss.empty() && seen.loss.rbegin()->first >= kill_after_step) break;
     }
   }
+  r.killed_while_running = p.state() == QProcess::Running;
   p.kill();  // SIGKILL: no handler runs, nothing is flushed
   p.waitForFinished();
   out += p.readAllStandardOutput();
@@ -178,7 +181,10 @@ class TestTrainResume : public QObject {
     const fs::path config_a = write_config(root / "a", root / "data");
     const fs::path config_b = write_config(root / "b", root / "data");
 
+    QElapsedTimer clock;
+    clock.start();
     Run ref = run_to_end(config_a);
+    const qint64 full_run_ms = clock.elapsed();
     QCOMPARE(ref.outcome, std::string("finished"));
     QCOMPARE(int64_t(ref.loss.size()), kSteps);
     QCOMPARE(int64_t(ref.eval_loss.size()), kSteps / 4);
@@ -204,18 +210,26 @@ class TestTrainResume : public QObject {
       check(run_and_kill(config_b, k, -1));
       if (QTest::currentTestFailed()) return;
     }
-    for (int delay : {700, 900, 1100, 1300}) {
-      check(run_and_kill(config_b, 0, delay));
+    // Fixed fractions of an uninterrupted run's time on this machine, so that the kills land inside a run
+    // (loading, a step, a checkpoint write) however fast the machine is.
+    int live_kills = 0;
+    for (double fraction : {0.3, 0.45, 0.6, 0.75}) {
+      const Run r = run_and_kill(config_b, 0, static_cast<int>(fraction * static_cast<double>(full_run_ms)));
+      live_kills += r.killed_while_running ? 1 : 0;
+      check(r);
       if (QTest::currentTestFailed()) return;
     }
+    QVERIFY2(
+        live_kills >= 3,
+        qPrintable(QStringLiteral("only %1 of the 4 timed kills hit a running process").arg(live_kills)));
     Run last = run_to_end(config_b);
     check(last);
     QCOMPARE(last.outcome, std::string("finished"));
     QVERIFY(last.resumed_from > 0);
     last_resume = last.resumed_from;
     QCOMPARE(int64_t(seen.size()), kSteps);
-    qInfo("7 kills over %lld steps; the last resume was at step %lld", (long long)kSteps,
-          (long long)last_resume);
+    qInfo("7 kills over %lld steps (a full run takes %lld ms here); the last resume was at step %lld",
+          (long long)kSteps, (long long)full_run_ms, (long long)last_resume);
 
     // Same final adapter, byte for byte.
     QCOMPARE(forja::train::sha256_file(root / "b" / "run" / "adapter" / "adapter_model.safetensors"),
