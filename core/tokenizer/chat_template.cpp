@@ -181,8 +181,16 @@ RenderedChat ChatTemplate::render(const std::vector<ChatMessage>& messages,
       const std::string prompt = run(before, true).text;
       const std::string with_turn = run(upto, false).text;
       if (starts_with(with_turn, prompt) && starts_with(out.text, with_turn) &&
-          prompt.size() >= search_from && with_turn.size() > prompt.size())
-        span = std::make_pair(prompt.size(), with_turn.size());
+          prompt.size() >= search_from && with_turn.size() > prompt.size()) {
+        // The turn ends with its end-of-turn token; whitespace the template writes after it (ChatML's "\n"
+        // after <|im_end|>) separates turns and is not something the model learns to say.
+        size_t end = with_turn.size();
+        while (end > prompt.size() && (with_turn[end - 1] == '\n' || with_turn[end - 1] == ' ')) --end;
+        if (state_->eos.empty() || end == with_turn.size() || end < state_->eos.size() ||
+            with_turn.compare(end - state_->eos.size(), state_->eos.size(), state_->eos) != 0)
+          end = with_turn.size();
+        span = std::make_pair(prompt.size(), end);
+      }
     } catch (const Error&) {
       // A template that cannot render a prefix (e.g. it reads messages[0] of an empty list) falls through.
     }

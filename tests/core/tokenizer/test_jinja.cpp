@@ -142,6 +142,22 @@ class TestJinja : public QObject {
         r.text.substr(r.assistant_spans[0].first, r.assistant_spans[0].second - r.assistant_spans[0].first),
         std::string(" yo </s>"));
     QCOMPARE(r.text.substr(r.assistant_spans[1].first), std::string(" a </s>"));
+    // ChatML writes "\n" after each <|im_end|>: it separates turns, the answer ends at the end-of-turn token.
+    // (Without an eos token to recognise, the whole rendered turn is kept.)
+    const auto chatml =
+        forja::ChatTemplate(forja::ChatTemplate::builtin_source("chatml"), "chatml", "", "<|im_end|>");
+    r = chatml.render(conv);
+    QCOMPARE(r.assistant_spans.size(), size_t(2));
+    for (const auto& [b, e] : r.assistant_spans) QVERIFY(r.text.compare(e - 10, 10, "<|im_end|>") == 0);
+    QCOMPARE(
+        r.text.substr(r.assistant_spans[0].first, r.assistant_spans[0].second - r.assistant_spans[0].first),
+        std::string("yo<|im_end|>"));
+    QCOMPARE(r.text.substr(r.assistant_spans[0].second, 1), std::string("\n"));
+    const auto chatml_no_eos = forja::ChatTemplate(forja::ChatTemplate::builtin_source("chatml"), "chatml");
+    r = chatml_no_eos.render(conv);
+    QCOMPARE(
+        r.text.substr(r.assistant_spans[0].first, r.assistant_spans[0].second - r.assistant_spans[0].first),
+        std::string("yo<|im_end|>\n"));
     // A template whose output for a prefix is not a prefix (it counts the turns at the end): the assistant's
     // words are found in the text instead, with the end-of-turn token after them.
     const forja::ChatTemplate counting(
