@@ -588,17 +588,22 @@ void ChatPane::refresh_chats() {
   const QSignalBlocker quiet(chat_list_);
   chat_list_->clear();
   for (const auto& c : chats) {
-    auto* item = new QListWidgetItem(QString::fromStdString(c.title), chat_list_);
-    item->setData(Qt::UserRole, static_cast<qlonglong>(c.id));
-    QString tip = tr("%1\n%2").arg(format_timestamp_ms(c.updated_at_ms),
-                                   QDir::toNativeSeparators(QString::fromStdString(c.model_dir)));
-    if (!c.adapter_path.empty())
-      tip += QStringLiteral("\n") +
-             tr("Adapter: %1").arg(QDir::toNativeSeparators(QString::fromStdString(c.adapter_path)));
-    item->setToolTip(tip);
+    auto* item = new QListWidgetItem(chat_list_);
+    describe_chat_item(item, c);
     if (c.id == chat_id_) chat_list_->setCurrentItem(item);
   }
   update_controls();
+}
+
+void ChatPane::describe_chat_item(QListWidgetItem* item, const forja::ChatRecord& c) {
+  item->setText(QString::fromStdString(c.title));
+  item->setData(Qt::UserRole, static_cast<qlonglong>(c.id));
+  QString tip = tr("%1\n%2").arg(format_timestamp_ms(c.updated_at_ms),
+                                 QDir::toNativeSeparators(QString::fromStdString(c.model_dir)));
+  if (!c.adapter_path.empty())
+    tip += QStringLiteral("\n") +
+           tr("Adapter: %1").arg(QDir::toNativeSeparators(QString::fromStdString(c.adapter_path)));
+  item->setToolTip(tip);
 }
 
 void ChatPane::save_exchange(const QString& user_text, const QString& answer) {
@@ -608,9 +613,30 @@ void ChatPane::save_exchange(const QString& user_text, const QString& answer) {
     forja::Journal& journal = *context_.journal;
     if (chat_id_ == 0) {
       const bool adapter_on = adapter_loaded_ && adapter_on_->isChecked();
-      chat_id_ = journal.create_chat(chat_title(user_text).toStdString(), model_dir_.toStdString(),
-                                     adapter_on ? adapter_dir_.toStdString() : std::string(), std::nullopt);
+      forja::ChatRecord c;
+      c.title = chat_title(user_text).toStdString();
+      c.model_dir = model_dir_.toStdString();
+      c.adapter_path = adapter_on ? adapter_dir_.toStdString() : std::string();
+      c.id = chat_id_ = journal.create_chat(c.title, c.model_dir, c.adapter_path, std::nullopt);
+      c.updated_at_ms = forja::journal_now_ms();
       saved_system_.clear();
+      // The list grows by this one item, at the top (most recently updated first), without reading the
+      // journal's whole chat list again on every answer.
+      const QSignalBlocker quiet(chat_list_);
+      auto* item = new QListWidgetItem;
+      describe_chat_item(item, c);
+      chat_list_->insertItem(0, item);
+      chat_list_->setCurrentItem(item);
+    } else {
+      // An older chat continued moves to the top.
+      const QSignalBlocker quiet(chat_list_);
+      for (int row = 0; row < chat_list_->count(); ++row)
+        if (chat_list_->item(row)->data(Qt::UserRole).toLongLong() == chat_id_) {
+          QListWidgetItem* item = chat_list_->takeItem(row);
+          chat_list_->insertItem(0, item);
+          chat_list_->setCurrentItem(item);
+          break;
+        }
     }
     if (system != saved_system_) {
       journal.add_message(chat_id_, kSystem.toStdString(), system.toStdString());
@@ -622,7 +648,7 @@ void ChatPane::save_exchange(const QString& user_text, const QString& answer) {
     error_->show_error(tr("This chat could not be saved: %1").arg(QString::fromStdString(e.message())),
                        QString::fromStdString(e.hint()), ErrorBox::Severity::Warning);
   }
-  refresh_chats();
+  update_controls();
 }
 
 void ChatPane::render_conversation() {

@@ -20,12 +20,17 @@ class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
 class QListWidget;
+class QListWidgetItem;
 class QPlainTextEdit;
 class QPushButton;
 class QSpinBox;
 class QStackedWidget;
 class QTextBrowser;
 class QTextCursor;
+
+namespace forja {
+struct ChatRecord;
+}
 
 namespace forja::ui {
 
@@ -96,6 +101,8 @@ class ChatPane : public Pane {
   // Writes the finished exchange to the journal (creating the chat on its first one). A journal that cannot
   // be written shows in the error box; the chat goes on unsaved.
   void save_exchange(const QString& user_text, const QString& answer);
+  // An item of the chat list showing `chat` (title, id, time and model in its tooltip).
+  void describe_chat_item(QListWidgetItem* item, const forja::ChatRecord& chat);
   QString describe(const ChatReply& reply) const;
   QString stop_text(forja::StopReason stop) const;
 
