@@ -509,8 +509,7 @@ bool TrainPane::restore_run(const QString& config_json, qint64 worker_pid) {
   dtype_->setCurrentText(q(c.dtype));
   checkpointing_->setChecked(c.activation_checkpointing);
   packing_->setChecked(c.packing);
-  output_dir_->setText(q(c.output_dir));
-  set_model_dir(q(c.model_dir));
+  model_dir_ = q(c.model_dir);  // set_dataset shows it, through set_model_dir
   set_dataset(q(c.train_file), QJsonObject{{QStringLiteral("data_format"), q(c.data_format)},
                                            {QStringLiteral("max_length"), static_cast<int>(c.max_length)},
                                            {QStringLiteral("eval_fraction"), c.eval_fraction},
