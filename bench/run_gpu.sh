@@ -6,6 +6,8 @@
 #   bench/run_gpu.sh tests   only the build and the gpu-labelled tests
 #   bench/run_gpu.sh oom     a real CUDA out-of-memory: TinyLlama shape at 64 x 4096 in bf16; the run pauses with the
 #                            setting it measured to fit, and resuming with that setting finishes
+#   bench/run_gpu.sh "A B"   the topic scripts bench/gpu/A.sh, bench/gpu/B.sh in turn (`tests` = the GPU suites), after
+#                            the build; each sees $CLI, $OUT and the helpers step/gpu_tests
 #   bench/run_gpu.sh checks  GPU tests, kernels bench, a Forja adapter and merged export in PEFT / transformers,
 #                            the 50-step bf16 loss curve vs PEFT, and the demo model (resources/demo/make_demo.py)
 # Logs go to $OUT, packed into $OUT/logs.tgz (at most 8 files come back). Needs .device-carry/hf_peft_baseline.py
@@ -141,9 +143,17 @@ elif [[ $mode == part1 ]]; then
     step tokenizer bench
     python3 bench/tokenize_bench.py --forja-cli $CLI 2>&1 | tail -20
   fi
-else
+elif [[ $mode == part2 ]]; then
   step decode bench
   python3 bench/decode_bench.py --cli $CLI 2>&1 | tail -30
+else
+  # Any other mode is a topic script of bench/gpu/: several topics in one call, e.g. `run_gpu.sh "tests qlora"`.
+  for topic in $mode; do
+    if [[ $topic == tests ]]; then gpu_tests; continue; fi
+    [[ -f bench/gpu/$topic.sh ]] || { echo "no mode or bench/gpu/$topic.sh"; continue; }
+    step "bench/gpu/$topic.sh"
+    source "bench/gpu/$topic.sh"
+  done
 fi
 pack_logs
 step done
