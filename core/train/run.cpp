@@ -30,13 +30,13 @@ namespace {
 // The settings that decide what a step computes: a checkpoint may only be resumed by a config that agrees on
 // all of them (how often to checkpoint or evaluate may change).
 // The micro-batch split (batch_size × grad_accum at the same product) and activation checkpointing may
-// change: that is what the out-of-memory advice asks for, and the data cursor counts examples, not batches.
+// change (and selective checkpointing): that is what the out-of-memory advice asks for, and the data cursor counts examples, not batches.
 nlohmann::json resume_relevant(const std::string& config_json) {
   nlohmann::json j = nlohmann::json::parse(config_json);
   j["global_batch"] = j.value("batch_size", int64_t{0}) * j.value("grad_accum", int64_t{1});
   for (const char* k : {"checkpoint_every", "keep_checkpoints", "eval_every", "early_stopping_patience",
                         "early_stopping_min_delta", "output_dir", "device", "batch_size", "grad_accum",
-                        "activation_checkpointing"})
+                        "activation_checkpointing", "selective_checkpointing"})
     j.erase(k);
   return j;
 }

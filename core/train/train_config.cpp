@@ -75,6 +75,8 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   r.get("output_dir", c.output_dir);
   r.get("device", c.device);
   r.get("dtype", c.dtype);
+  r.get("base_quant", c.base_quant);
+  r.get("nf4_double_quant", c.nf4_double_quant);
   r.get("train_file", c.train_file);
   r.get("eval_file", c.eval_file);
   r.get("data_format", c.data_format);
@@ -90,6 +92,7 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   r.get("max_steps", c.max_steps);
   r.get("grad_accum", c.grad_accum);
   r.get("activation_checkpointing", c.activation_checkpointing);
+  r.get("selective_checkpointing", c.selective_checkpointing);
   r.get("eval_every", c.eval_every);
   r.get("early_stopping_patience", c.early_stopping_patience);
   r.get("early_stopping_min_delta", c.early_stopping_min_delta);
@@ -136,6 +139,8 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
     r.fail("data_format \"" + c.data_format + "\" is not auto, tokenized, alpaca, chat, sharegpt or text");
   if (c.on_bad_record != "stop" && c.on_bad_record != "skip")
     r.fail("on_bad_record \"" + c.on_bad_record + "\" is not stop or skip");
+  if (c.base_quant != "none" && c.base_quant != "nf4")
+    r.fail("base_quant \"" + c.base_quant + "\" is not none or nf4");
   if (!(c.eval_fraction >= 0.0 && c.eval_fraction < 1.0))
     r.fail("eval_fraction must be in [0, 1), not " + std::to_string(c.eval_fraction));
   return c;
@@ -156,6 +161,8 @@ std::string train_config_to_json(const TrainConfig& c) {
             {"output_dir", c.output_dir},
             {"device", c.device},
             {"dtype", c.dtype},
+            {"base_quant", c.base_quant},
+            {"nf4_double_quant", c.nf4_double_quant},
             {"train_file", c.train_file},
             {"eval_file", c.eval_file},
             {"data_format", c.data_format},
@@ -171,6 +178,7 @@ std::string train_config_to_json(const TrainConfig& c) {
             {"max_steps", c.max_steps},
             {"grad_accum", c.grad_accum},
             {"activation_checkpointing", c.activation_checkpointing},
+            {"selective_checkpointing", c.selective_checkpointing},
             {"eval_every", c.eval_every},
             {"early_stopping_patience", c.early_stopping_patience},
             {"early_stopping_min_delta", c.early_stopping_min_delta},

@@ -36,6 +36,10 @@ struct TrainConfig {
   std::string output_dir;       // checkpoints/ and the final adapter/ go here
   std::string device = "auto";  // auto (cuda when visible), cpu, cuda, cuda:N
   std::string dtype = "auto";   // of the frozen base: auto (bf16 on CUDA, fp32 on CPU), fp32, bf16, fp16
+  // The frozen base's projections: "none" (as `dtype` says) or "nf4" (QLoRA: 4-bit NormalFloat, block 64;
+  // embeddings, norms and the LM head stay in `dtype`). nf4_double_quant stores the block absmax in 8 bits.
+  std::string base_quant = "none";
+  bool nf4_double_quant = true;
 
   // Data. train_file is a dataset in one of the shapes forja/dataset.h reads (JSONL or a JSON array of
   // alpaca, chat, ShareGPT or text records), rendered through the model's chat template with the loss on the
@@ -62,6 +66,9 @@ struct TrainConfig {
   int64_t max_steps = 100;  // optimizer steps
   int64_t grad_accum = 1;   // micro-batches per optimizer step
   bool activation_checkpointing = false;
+  // Recompute only the cheap memory-bound parts of each block (norms, RoPE, activations) in backward and keep
+  // the GEMM outputs; lighter than activation_checkpointing, which recomputes whole blocks.
+  bool selective_checkpointing = false;
   int64_t eval_every = 0;               // steps; 0: no periodic eval
   int64_t early_stopping_patience = 0;  // evals without improvement before stopping; 0: off
   double early_stopping_min_delta = 0.0;
