@@ -1,0 +1,143 @@
+#include "decode_kernels.h"
+
+#include <cmath>
+#include <string>
+
+#include "forja/error.h"
+#include "fused_ops.h"
+
+#if FORJA_TORCH_CUDA && defined(FORJA_HAS_KERNELS_decode)
+#define FORJA_DECODE_KERNELS 1
+#include <ATen/cuda/CUDAContext.h>
+
+#include "forja_kernels/decode.h"
+#else
+#define FORJA_DECODE_KERNELS 0
+#endif
+
+namespace forja::infer::decode_kernels {
+
+bool compiled_in() {
+  return FORJA_DECODE_KERNELS;
+}
+
+bool active() {
+  // FORJA_KERNELS switches all of our kernels together; fused::active() reads it (and throws on a bad value).
+  return compiled_in() && fused::active();
+}
+
+int64_t attention_scratch_floats(int64_t heads, int64_t head_dim) {
+  return heads * 64 * (head_dim + 2);  // forja_decode_attention_chunk keeps the splits at 64 or fewer
+}
+
+#if FORJA_DECODE_KERNELS
+namespace {
+
+cudaStream_t stream() {
+  return at::cuda::getCurrentCUDAStream().stream();
+}
+
+void check(int rc, const char* problem, const char* what) {
+  if (rc == FORJA_DECODE_OK) return;
+  if (rc == FORJA_DECODE_INVALID_ARGUMENT)
+    throw Error(std::string("decode kernel ") + what + ": " + (problem ? problem : "invalid arguments"));
+  throw Error(std::string("decode kernel ") + what + ": CUDA error " + std::to_string(rc) + " (" +
+              cudaGetErrorString(static_cast<cudaError_t>(rc)) + ")");
+}
+
+const void* ptr(const at::Tensor& t) {
+  return t.defined() ? t.data_ptr() : nullptr;
+}
+
+}  // namespace
+
+at::Tensor gemv(const at::Tensor& w, const at::Tensor& x, Prologue prologue, const at::Tensor& norm_weight,
+                double eps, const at::Tensor& bias, const at::Tensor& residual, const at::Tensor& act_out) {
+  TORCH_CHECK(w.is_contiguous() && x.is_contiguous() && w.scalar_type() == at::kBFloat16 &&
+                  x.scalar_type() == at::kBFloat16,
+              "decode gemv: contiguous bf16 tensors");
+  at::Tensor y = at::empty({1, w.size(0)}, x.options());
+  ForjaDecodeGemv p{};
+  p.n = w.size(0);
+  p.k = w.size(1);
+  p.w = w.data_ptr();
+  p.x = x.data_ptr();
+  p.prologue = prologue == Prologue::RmsNorm  ? FORJA_DECODE_RMSNORM
+               : prologue == Prologue::SwiGlu ? FORJA_DECODE_SWIGLU
+                                              : FORJA_DECODE_PLAIN;
+  p.norm_weight = ptr(norm_weight);
+  p.eps = static_cast<float>(eps);
+  p.bias = ptr(bias);
+  p.residual = ptr(residual);
+  p.y = y.data_ptr();
+  p.act_out = act_out.defined() ? act_out.data_ptr() : nullptr;
+  check(forja_decode_gemv_bf16(&p, stream()), forja_decode_gemv_check(&p), "gemv");
+  return y;
+}
+
+void rope_kv(at::Tensor& qkv, at::Tensor& layer_cache, const at::Tensor& cos, const at::Tensor& sin,
+             const at::Tensor& position, int64_t heads) {
+  ForjaDecodeRopeKv p{};
+  p.heads = heads;
+  p.kv_heads = layer_cache.size(1);
+  p.head_dim = layer_cache.size(3);
+  p.capacity = layer_cache.size(2);
+  p.qkv = qkv.data_ptr();
+  p.cache = layer_cache.data_ptr();
+  p.cos = cos.data_ptr();
+  p.sin = sin.data_ptr();
+  p.position = position.data_ptr<int64_t>();
+  check(forja_decode_rope_kv_bf16(&p, stream()), forja_decode_rope_kv_check(&p), "rope_kv");
+}
+
+at::Tensor attention(const at::Tensor& qkv, const at::Tensor& layer_cache, const at::Tensor& position,
+                     int64_t heads, int64_t max_keys, int64_t window, at::Tensor& scratch) {
+  const int64_t d = layer_cache.size(3);
+  const int64_t chunk = forja_decode_attention_chunk(max_keys);
+  const int64_t floats = forja_decode_attention_scratch_floats(heads, d, max_keys, chunk);
+  if (!scratch.defined())
+    scratch = at::empty({attention_scratch_floats(heads, d)}, qkv.options().dtype(at::kFloat));
+  TORCH_CHECK(scratch.numel() >= floats, "decode attention: the scratch holds ", scratch.numel(),
+              " floats, needs ", floats);
+  at::Tensor out = at::empty({1, heads * d}, qkv.options());
+  ForjaDecodeAttention p{};
+  p.heads = heads;
+  p.kv_heads = layer_cache.size(1);
+  p.head_dim = d;
+  p.capacity = layer_cache.size(2);
+  p.max_keys = max_keys;
+  p.chunk = chunk;
+  p.window = window;
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  p.q = qkv.data_ptr();
+  p.cache = layer_cache.data_ptr();
+  p.position = position.data_ptr<int64_t>();
+  p.scratch = scratch.data_ptr<float>();
+  p.out = out.data_ptr();
+  check(forja_decode_attention_bf16(&p, stream()), forja_decode_attention_check(&p), "attention");
+  return out;
+}
+
+#else
+
+namespace {
+[[noreturn]] void not_compiled() {
+  throw Error("the decode kernels are not in this build (no nvcc or no CUDA LibTorch)");
+}
+}  // namespace
+
+at::Tensor gemv(const at::Tensor&, const at::Tensor&, Prologue, const at::Tensor&, double, const at::Tensor&,
+                const at::Tensor&, const at::Tensor&) {
+  not_compiled();
+}
+void rope_kv(at::Tensor&, at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t) {
+  not_compiled();
+}
+at::Tensor attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t,
+                     at::Tensor&) {
+  not_compiled();
+}
+
+#endif
+
+}  // namespace forja::infer::decode_kernels

@@ -1,0 +1,364 @@
+// The batch-1 decode kernels of forja_kernels/decode.h.
+//
+// GEMV: one warp per output row (grid-strided over the rows), 16-byte loads of the weight row, the
+// activation vector in shared memory, fp32 accumulation and a warp-shuffle sum. Every block first computes
+// the whole activation (the RMSNorm or SwiGLU before the projection) into shared memory: a few KB read from
+// L2 per block instead of a launch of its own. The grid is capped at 4 blocks per SM so that the prologue is
+// paid a bounded number of times.
+//
+// Attention: flash-decoding. Block (split s, kv head g) takes the keys [s·chunk, (s+1)·chunk) that lie in
+// [lo, pos], its 4 warps take every 4th key each, and all n_rep query heads of the kv head are scored against
+// each key as it is read (GQA without repeating the cache). Each warp keeps an online softmax per query head;
+// the block merges its warps and writes (max, sum, unnormalised output) per head to the scratch; a second
+// kernel merges the splits. Splits beyond the position write max = -inf and are skipped by the merge.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "forja_kernels/decode.h"
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kGemvWarps = 8;
+constexpr int kAttnWarps = 4;
+
+__device__ __forceinline__ float bf2f(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ __forceinline__ __nv_bfloat16 f2bf(float v) {
+  return __float2bfloat16_rn(v);
+}
+__device__ __forceinline__ float round_bf(float v) {
+  return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Sum over the block (every thread gets it). `red` holds kGemvWarps floats.
+__device__ float block_sum(float v, float* red) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  v = warp_sum(v);
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  float t = 0;
+#pragma unroll
+  for (int w = 0; w < kGemvWarps; ++w) t += red[w];
+  __syncthreads();
+  return t;
+}
+
+// 8 bf16 from a 16-byte word, into fp32.
+__device__ __forceinline__ void unpack8(const uint4& raw, float (&out)[8]) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+template <ForjaDecodePrologue P, bool VEC>
+__global__ void __launch_bounds__(kGemvWarps* kWarp)
+    gemv_kernel(int64_t n, int64_t k, const __nv_bfloat16* __restrict__ w,
+                const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ norm_weight, float eps,
+                const __nv_bfloat16* __restrict__ bias, const __nv_bfloat16* residual, __nv_bfloat16* y,
+                __nv_bfloat16* __restrict__ act_out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ float red[kGemvWarps];
+  __nv_bfloat16* act = reinterpret_cast<__nv_bfloat16*>(smem);
+  const int tid = threadIdx.x;
+
+  if constexpr (P == FORJA_DECODE_RMSNORM) {
+    float ss = 0;
+    for (int64_t i = tid; i < k; i += blockDim.x) {
+      const float v = bf2f(x[i]);
+      ss += v * v;
+    }
+    const float r = rsqrtf(block_sum(ss, red) / static_cast<float>(k) + eps);
+    for (int64_t i = tid; i < k; i += blockDim.x)
+      act[i] = f2bf(round_bf(bf2f(x[i]) * r) * bf2f(norm_weight[i]));
+  } else if constexpr (P == FORJA_DECODE_SWIGLU) {
+    for (int64_t i = tid; i < k; i += blockDim.x) {
+      const float g = bf2f(x[i]), u = bf2f(x[k + i]);
+      act[i] = f2bf(round_bf(g / (1.0f + expf(-g))) * u);
+    }
+  } else {
+    for (int64_t i = tid; i < k; i += blockDim.x) act[i] = x[i];
+  }
+  __syncthreads();
+  if (act_out != nullptr && blockIdx.x == 0)
+    for (int64_t i = tid; i < k; i += blockDim.x) act_out[i] = act[i];
+
+  const int warp = tid / kWarp, lane = tid % kWarp;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp; row < n;
+       row += static_cast<int64_t>(gridDim.x) * kGemvWarps) {
+    const __nv_bfloat16* wr = w + row * k;
+    float acc = 0;
+    if constexpr (VEC) {
+      const int64_t chunks = k / 8;
+      const uint4* w4 = reinterpret_cast<const uint4*>(wr);
+      const uint4* a4 = reinterpret_cast<const uint4*>(act);
+      // Up to eight 16-byte loads in flight per lane (predicated at the end of the row).
+      for (int64_t c = lane; c < chunks; c += 8 * kWarp) {
+        uint4 raw[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+          raw[u] = c + u * kWarp < chunks ? __ldg(w4 + c + u * kWarp) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int u = 0; u < 8; ++u) {
+          if (c + u * kWarp >= chunks) break;
+          float wf[8], af[8];
+          unpack8(raw[u], wf);
+          unpack8(a4[c + u * kWarp], af);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc = fmaf(wf[e], af[e], acc);
+        }
+      }
+    } else {
+      for (int64_t c = lane; c < k; c += kWarp) acc = fmaf(bf2f(wr[c]), bf2f(act[c]), acc);
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) {
+      if (bias != nullptr) acc += bf2f(bias[row]);
+      if (residual != nullptr) acc += bf2f(residual[row]);
+      y[row] = f2bf(acc);
+    }
+  }
+}
+
+int sm_count() {
+  static int count[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+  if (count[dev] == 0) {
+    int c = 0;
+    if (cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || c <= 0) c = 132;
+    count[dev] = c;
+  }
+  return count[dev];
+}
+
+template <ForjaDecodePrologue P, bool VEC>
+int launch_gemv(const ForjaDecodeGemv* p, cudaStream_t stream) {
+  const size_t smem = static_cast<size_t>((p->k + 7) / 8 * 8) * sizeof(__nv_bfloat16);
+  auto kernel = gemv_kernel<P, VEC>;
+  if (smem > 48 * 1024) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return static_cast<int>(e);
+  }
+  const int64_t want = (p->n + kGemvWarps - 1) / kGemvWarps;
+  const int64_t cap = static_cast<int64_t>(sm_count()) * 4;
+  const unsigned blocks = static_cast<unsigned>(want < cap ? want : cap);
+  kernel<<<blocks, kGemvWarps * kWarp, smem, stream>>>(
+      p->n, p->k, static_cast<const __nv_bfloat16*>(p->w), static_cast<const __nv_bfloat16*>(p->x),
+      static_cast<const __nv_bfloat16*>(p->norm_weight), p->eps, static_cast<const __nv_bfloat16*>(p->bias),
+      static_cast<const __nv_bfloat16*>(p->residual), static_cast<__nv_bfloat16*>(p->y),
+      static_cast<__nv_bfloat16*>(p->act_out));
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <ForjaDecodePrologue P>
+int dispatch_vec(const ForjaDecodeGemv* p, cudaStream_t stream) {
+  const bool vec = p->k % 8 == 0 && reinterpret_cast<uintptr_t>(p->w) % 16 == 0;
+  return vec ? launch_gemv<P, true>(p, stream) : launch_gemv<P, false>(p, stream);
+}
+
+__global__ void rope_kv_kernel(int64_t heads, int64_t kv_heads, int64_t d, int64_t capacity,
+                               __nv_bfloat16* qkv, __nv_bfloat16* cache,
+                               const __nv_bfloat16* __restrict__ cos, const __nv_bfloat16* __restrict__ sin,
+                               const int64_t* __restrict__ position) {
+  const int64_t h = blockIdx.x, half = d / 2;
+  const int64_t pos = *position;
+  if (pos < 0 || pos >= capacity) return;  // the caller's bug; nothing is written out of bounds
+  __nv_bfloat16* row = qkv + h * d;
+  const int64_t kv_plane = kv_heads * capacity * d;
+  if (h < heads + kv_heads) {
+    __nv_bfloat16* dst = h >= heads ? cache + ((h - heads) * capacity + pos) * d : nullptr;
+    const __nv_bfloat16* c = cos + pos * d;
+    const __nv_bfloat16* s = sin + pos * d;
+    for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+      const float x1 = bf2f(row[i]), x2 = bf2f(row[i + half]);
+      const __nv_bfloat16 o1 = f2bf(round_bf(x1 * bf2f(c[i])) + x2 * bf2f(s[i]));
+      const __nv_bfloat16 o2 = f2bf(round_bf(x2 * bf2f(c[i + half])) + x1 * bf2f(s[i + half]));
+      row[i] = o1;
+      row[i + half] = o2;
+      if (dst != nullptr) {
+        dst[i] = o1;
+        dst[i + half] = o2;
+      }
+    }
+  } else {
+    __nv_bfloat16* dst = cache + kv_plane + ((h - heads - kv_heads) * capacity + pos) * d;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) dst[i] = row[i];
+  }
+}
+
+// D: head_dim; each lane holds D / 32 consecutive elements of a key / value row. kMaxRep: the most query
+// heads per kv head this instantiation serves (registers per lane grow with it).
+template <int D, int kMaxRep>
+__global__ void __launch_bounds__(kAttnWarps* kWarp)
+    attention_split_kernel(int64_t heads, int64_t kv_heads, int64_t capacity, int64_t chunk, int64_t window,
+                           float scale, const __nv_bfloat16* __restrict__ q,
+                           const __nv_bfloat16* __restrict__ cache, const int64_t* __restrict__ position,
+                           float* __restrict__ scratch) {
+  constexpr int E = D / kWarp;
+  const int64_t g = blockIdx.y, split = blockIdx.x, splits = gridDim.x;
+  const int rep = static_cast<int>(heads / kv_heads);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t pos = *position;
+  const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+  const int64_t begin = split * chunk > lo ? split * chunk : lo;
+  const int64_t end = (split + 1) * chunk - 1 < pos ? (split + 1) * chunk - 1 : pos;  // inclusive
+
+  __shared__ float red_m[kAttnWarps][kMaxRep], red_l[kAttnWarps][kMaxRep];
+  __shared__ float red_acc[kAttnWarps][kMaxRep][D];
+
+  // This lane's slice of each query head, pre-scaled.
+  float qr[kMaxRep][E];
+  float m[kMaxRep], l[kMaxRep], acc[kMaxRep][E];
+#pragma unroll
+  for (int r = 0; r < kMaxRep; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      acc[r][e] = 0;
+      qr[r][e] = r < rep ? bf2f(q[(g * rep + r) * D + lane * E + e]) * scale : 0.0f;
+    }
+  }
+  const __nv_bfloat16* kbase = cache + g * capacity * D;
+  const __nv_bfloat16* vbase = cache + kv_heads * capacity * D + g * capacity * D;
+  for (int64_t j = begin + warp; j <= end; j += kAttnWarps) {
+    float kf[E], vf[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      kf[e] = bf2f(kbase[j * D + lane * E + e]);
+      vf[e] = bf2f(vbase[j * D + lane * E + e]);
+    }
+#pragma unroll
+    for (int r = 0; r < kMaxRep; ++r) {
+      if (r >= rep) break;
+      float dot = 0;
+#pragma unroll
+      for (int e = 0; e < E; ++e) dot = fmaf(qr[r][e], kf[e], dot);
+      const float s = warp_sum(dot);
+      const float mn = fmaxf(m[r], s);
+      const float c = expf(m[r] - mn);  // 0 when m was -inf
+      const float p = expf(s - mn);
+      l[r] = l[r] * c + p;
+#pragma unroll
+      for (int e = 0; e < E; ++e) acc[r][e] = fmaf(acc[r][e], c, p * vf[e]);
+      m[r] = mn;
+    }
+  }
+  // Merge the warps.
+#pragma unroll
+  for (int r = 0; r < kMaxRep; ++r) {
+    if (r >= rep) break;
+    if (lane == 0) red_m[warp][r] = m[r], red_l[warp][r] = l[r];
+#pragma unroll
+    for (int e = 0; e < E; ++e) red_acc[warp][r][lane * E + e] = acc[r][e];
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < rep * D; idx += blockDim.x) {
+    const int r = idx / D, e = idx % D;
+    float mm = -INFINITY;
+    for (int w = 0; w < kAttnWarps; ++w) mm = fmaxf(mm, red_m[w][r]);
+    float ll = 0, aa = 0;
+    if (mm != -INFINITY) {
+      for (int w = 0; w < kAttnWarps; ++w) {
+        if (red_m[w][r] == -INFINITY) continue;
+        const float f = expf(red_m[w][r] - mm);
+        ll += red_l[w][r] * f;
+        aa += red_acc[w][r][e] * f;
+      }
+    }
+    float* out = scratch + ((g * rep + r) * splits + split) * (D + 2);
+    if (e == 0) out[0] = mm, out[1] = ll;
+    out[2 + e] = aa;
+  }
+}
+
+template <int D>
+__global__ void attention_merge_kernel(int64_t splits, const float* __restrict__ scratch,
+                                       __nv_bfloat16* out) {
+  const int64_t h = blockIdx.x;
+  const int e = threadIdx.x;
+  const float* part = scratch + h * splits * (D + 2);
+  float mm = -INFINITY;
+  for (int64_t s = 0; s < splits; ++s) mm = fmaxf(mm, part[s * (D + 2)]);
+  float ll = 0, aa = 0;
+  if (mm != -INFINITY) {
+    for (int64_t s = 0; s < splits; ++s) {
+      const float ms = part[s * (D + 2)];
+      if (ms == -INFINITY) continue;
+      const float f = expf(ms - mm);
+      ll += part[s * (D + 2) + 1] * f;
+      aa += part[s * (D + 2) + 2 + e] * f;
+    }
+  }
+  out[h * D + e] = f2bf(ll > 0 ? aa / ll : 0.0f);
+}
+
+template <int D, int kMaxRep>
+int launch_attention(const ForjaDecodeAttention* p, cudaStream_t stream) {
+  const int64_t splits = (p->max_keys + p->chunk - 1) / p->chunk;
+  dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(p->kv_heads));
+  attention_split_kernel<D, kMaxRep><<<grid, kAttnWarps * kWarp, 0, stream>>>(
+      p->heads, p->kv_heads, p->capacity, p->chunk, p->window, p->scale,
+      static_cast<const __nv_bfloat16*>(p->q), static_cast<const __nv_bfloat16*>(p->cache), p->position,
+      p->scratch);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return static_cast<int>(e);
+  attention_merge_kernel<D><<<static_cast<unsigned>(p->heads), D, 0, stream>>>(
+      splits, p->scratch, static_cast<__nv_bfloat16*>(p->out));
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+extern "C" int forja_decode_gemv_bf16(const ForjaDecodeGemv* p, cudaStream_t stream) {
+  if (forja_decode_gemv_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
+  switch (p->prologue) {
+    case FORJA_DECODE_RMSNORM:
+      return dispatch_vec<FORJA_DECODE_RMSNORM>(p, stream);
+    case FORJA_DECODE_SWIGLU:
+      return dispatch_vec<FORJA_DECODE_SWIGLU>(p, stream);
+    default:
+      return dispatch_vec<FORJA_DECODE_PLAIN>(p, stream);
+  }
+}
+
+extern "C" int forja_decode_rope_kv_bf16(const ForjaDecodeRopeKv* p, cudaStream_t stream) {
+  if (forja_decode_rope_kv_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
+  const int64_t half = p->head_dim / 2;
+  const unsigned threads = static_cast<unsigned>(half < 128 ? (half + 31) / 32 * 32 : 128);
+  rope_kv_kernel<<<static_cast<unsigned>(p->heads + 2 * p->kv_heads), threads, 0, stream>>>(
+      p->heads, p->kv_heads, p->head_dim, p->capacity, static_cast<__nv_bfloat16*>(p->qkv),
+      static_cast<__nv_bfloat16*>(p->cache), static_cast<const __nv_bfloat16*>(p->cos),
+      static_cast<const __nv_bfloat16*>(p->sin), p->position);
+  return static_cast<int>(cudaGetLastError());
+}
+
+extern "C" int forja_decode_attention_bf16(const ForjaDecodeAttention* p, cudaStream_t stream) {
+  if (forja_decode_attention_check(p) != nullptr || p->scratch == nullptr)
+    return FORJA_DECODE_INVALID_ARGUMENT;
+  const int64_t rep = p->heads / p->kv_heads;
+  if (p->head_dim == 64) {
+    if (rep <= 4) return launch_attention<64, 4>(p, stream);
+    if (rep <= 8) return launch_attention<64, 8>(p, stream);
+    return launch_attention<64, 16>(p, stream);
+  }
+  if (rep <= 4) return launch_attention<128, 4>(p, stream);
+  if (rep <= 8) return launch_attention<128, 8>(p, stream);
+  return launch_attention<128, 16>(p, stream);
+}

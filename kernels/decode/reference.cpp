@@ -1,0 +1,168 @@
+// The CPU reference of the decode kernels (forja_kernels/decode.h): the same formulas on host pointers, sums
+// in double, the intermediate roundings the header lists. Plain C++: CI tests the maths with it, and the GPU
+// tests compare the kernels against it. Also the argument checks the CUDA launchers share.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "forja_kernels/decode.h"
+
+namespace {
+
+float bf(const void* base, int64_t i) {
+  return forja_decode_bf16_to_float(static_cast<const uint16_t*>(base)[i]);
+}
+
+uint16_t to_bf(float v) {
+  return forja_decode_float_to_bf16(v);
+}
+
+// v rounded to bf16 and read back.
+float round_bf(float v) {
+  return forja_decode_bf16_to_float(forja_decode_float_to_bf16(v));
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* forja_decode_gemv_check(const ForjaDecodeGemv* p) {
+  if (p == nullptr) return "no parameters";
+  if (p->n < 1 || p->k < 1) return "n and k must be at least 1";
+  if (p->k > 32768) return "k is above 32768 (the activations live in shared memory)";
+  if (p->w == nullptr || p->x == nullptr || p->y == nullptr) return "w, x and y are required";
+  if (p->prologue != FORJA_DECODE_PLAIN && p->prologue != FORJA_DECODE_RMSNORM &&
+      p->prologue != FORJA_DECODE_SWIGLU)
+    return "unknown prologue";
+  if (p->prologue == FORJA_DECODE_RMSNORM && p->norm_weight == nullptr) return "RMSNORM needs norm_weight";
+  if (p->prologue == FORJA_DECODE_RMSNORM && !(p->eps >= 0.0f)) return "eps must be >= 0";
+  return nullptr;
+}
+
+const char* forja_decode_rope_kv_check(const ForjaDecodeRopeKv* p) {
+  if (p == nullptr) return "no parameters";
+  if (p->heads < 1 || p->kv_heads < 1 || p->head_dim < 2 || p->head_dim % 2 != 0)
+    return "heads and kv_heads must be at least 1 and head_dim even";
+  if (p->head_dim > 1024) return "head_dim is above 1024";
+  if (p->capacity < 1) return "capacity must be at least 1";
+  if (p->qkv == nullptr || p->cache == nullptr || p->cos == nullptr || p->sin == nullptr ||
+      p->position == nullptr)
+    return "qkv, cache, cos, sin and position are required";
+  return nullptr;
+}
+
+const char* forja_decode_attention_check(const ForjaDecodeAttention* p) {
+  if (p == nullptr) return "no parameters";
+  if (p->head_dim != 64 && p->head_dim != 128) return "head_dim must be 64 or 128";
+  if (p->heads < 1 || p->kv_heads < 1 || p->heads % p->kv_heads != 0)
+    return "heads must be a positive multiple of kv_heads";
+  if (p->heads / p->kv_heads > 16) return "more than 16 query heads per kv head";
+  if (p->capacity < 1 || p->max_keys < 1 || p->max_keys > p->capacity)
+    return "max_keys must be in [1, capacity]";
+  if (p->chunk < 1) return "chunk must be at least 1";
+  if (p->window < 0) return "window must be >= 0";
+  if (p->q == nullptr || p->cache == nullptr || p->position == nullptr || p->out == nullptr)
+    return "q, cache, position and out are required";
+  return nullptr;
+}
+
+int64_t forja_decode_attention_chunk(int64_t max_keys) {
+  // About 64 splits at most, in chunks of a multiple of 32 keys (4 warps of 8 keys each at the least).
+  const int64_t per = (max_keys + 63) / 64;
+  return std::max<int64_t>(32, (per + 31) / 32 * 32);
+}
+
+int64_t forja_decode_attention_scratch_floats(int64_t heads, int64_t head_dim, int64_t max_keys,
+                                              int64_t chunk) {
+  const int64_t splits = (max_keys + chunk - 1) / chunk;
+  return heads * splits * (head_dim + 2);
+}
+
+int forja_decode_gemv_bf16_ref(const ForjaDecodeGemv* p) {
+  if (forja_decode_gemv_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
+  const int64_t k = p->k;
+  std::vector<float> act(static_cast<size_t>(k));
+  if (p->prologue == FORJA_DECODE_RMSNORM) {
+    double ss = 0;
+    for (int64_t i = 0; i < k; ++i) ss += static_cast<double>(bf(p->x, i)) * bf(p->x, i);
+    const float r = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(k) + p->eps));
+    for (int64_t i = 0; i < k; ++i) act[i] = round_bf(round_bf(bf(p->x, i) * r) * bf(p->norm_weight, i));
+  } else if (p->prologue == FORJA_DECODE_SWIGLU) {
+    for (int64_t i = 0; i < k; ++i) {
+      const float g = bf(p->x, i), u = bf(p->x, k + i);
+      act[i] = round_bf(round_bf(g / (1.0f + std::exp(-g))) * u);
+    }
+  } else {
+    for (int64_t i = 0; i < k; ++i) act[i] = bf(p->x, i);
+  }
+  if (p->act_out != nullptr)
+    for (int64_t i = 0; i < k; ++i) static_cast<uint16_t*>(p->act_out)[i] = to_bf(act[i]);
+  for (int64_t r = 0; r < p->n; ++r) {
+    double acc = 0;
+    for (int64_t c = 0; c < k; ++c) acc += static_cast<double>(act[c]) * bf(p->w, r * k + c);
+    if (p->bias != nullptr) acc += bf(p->bias, r);
+    if (p->residual != nullptr) acc += bf(p->residual, r);
+    static_cast<uint16_t*>(p->y)[r] = to_bf(static_cast<float>(acc));
+  }
+  return FORJA_DECODE_OK;
+}
+
+int forja_decode_rope_kv_bf16_ref(const ForjaDecodeRopeKv* p) {
+  if (forja_decode_rope_kv_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
+  const int64_t pos = *p->position, d = p->head_dim, half = d / 2;
+  if (pos < 0 || pos >= p->capacity) return FORJA_DECODE_INVALID_ARGUMENT;
+  auto* qkv = static_cast<uint16_t*>(p->qkv);
+  auto* cache = static_cast<uint16_t*>(p->cache);
+  const int64_t kv_plane = p->kv_heads * p->capacity * d;
+  for (int64_t h = 0; h < p->heads + 2 * p->kv_heads; ++h) {
+    uint16_t* row = qkv + h * d;
+    if (h < p->heads + p->kv_heads) {
+      for (int64_t i = 0; i < half; ++i) {
+        const float x1 = bf(row, i), x2 = bf(row, i + half);
+        const float c1 = bf(p->cos, pos * d + i), c2 = bf(p->cos, pos * d + i + half);
+        const float s1 = bf(p->sin, pos * d + i), s2 = bf(p->sin, pos * d + i + half);
+        row[i] = to_bf(round_bf(x1 * c1) + x2 * s1);
+        row[i + half] = to_bf(round_bf(x2 * c2) + x1 * s2);
+      }
+    }
+    if (h >= p->heads && h < p->heads + p->kv_heads) {
+      std::copy(row, row + d, cache + ((h - p->heads) * p->capacity + pos) * d);
+    } else if (h >= p->heads + p->kv_heads) {
+      std::copy(row, row + d, cache + kv_plane + ((h - p->heads - p->kv_heads) * p->capacity + pos) * d);
+    }
+  }
+  return FORJA_DECODE_OK;
+}
+
+int forja_decode_attention_bf16_ref(const ForjaDecodeAttention* p) {
+  if (forja_decode_attention_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
+  const int64_t pos = *p->position, d = p->head_dim, rep = p->heads / p->kv_heads;
+  if (pos < 0 || pos >= p->max_keys) return FORJA_DECODE_INVALID_ARGUMENT;
+  const int64_t lo = p->window > 0 ? std::max<int64_t>(0, pos - p->window + 1) : 0;
+  const int64_t kv_plane = p->kv_heads * p->capacity * d;
+  std::vector<double> s(static_cast<size_t>(pos - lo + 1));
+  for (int64_t h = 0; h < p->heads; ++h) {
+    const int64_t g = h / rep;
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t j = lo; j <= pos; ++j) {
+      double dot = 0;
+      for (int64_t e = 0; e < d; ++e)
+        dot += static_cast<double>(bf(p->q, h * d + e)) * bf(p->cache, (g * p->capacity + j) * d + e);
+      s[j - lo] = dot * p->scale;
+      m = std::max(m, s[j - lo]);
+    }
+    double l = 0;
+    for (auto& v : s) l += (v = std::exp(v - m));
+    for (int64_t e = 0; e < d; ++e) {
+      double acc = 0;
+      for (int64_t j = lo; j <= pos; ++j)
+        acc += s[j - lo] * bf(p->cache, kv_plane + (g * p->capacity + j) * d + e);
+      static_cast<uint16_t*>(p->out)[h * d + e] = to_bf(static_cast<float>(acc / l));
+    }
+  }
+  return FORJA_DECODE_OK;
+}
+
+}  // extern "C"

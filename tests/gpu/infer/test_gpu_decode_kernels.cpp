@@ -1,0 +1,237 @@
+// kernels/decode on the GPU: each kernel against its CPU reference on random inputs of odd and real sizes,
+// outputs poisoned first so that an unwritten element fails; then the Llama decoder's single-token step with
+// the kernels on against the stock step (kernels off) on bf16 models with random weights (head sizes 64 and
+// 128, GQA, a sliding window, a LoRA adapter), eagerly and captured in CUDA graphs across a bucket boundary.
+#include <ATen/core/grad_mode.h>
+#include <torch/cuda.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "causal_lm.h"
+#include "decode_kernels.h"
+#include "engine.h"
+#include "forja/model_config.h"
+#include "forja_kernels/decode.h"
+#include "fused_ops.h"
+#include "gpu_harness.h"
+#include "peft_adapter.h"
+#include "reference.h"
+#include "weights.h"
+
+namespace {
+
+const at::Device kCuda(at::kCUDA, 0);
+
+at::Tensor randn_bf16(std::vector<int64_t> shape, double scale = 1.0) {
+  return (at::randn(shape, at::kFloat) * scale).to(at::kBFloat16).contiguous();
+}
+
+// The legacy default stream: LibTorch's current stream unless someone set another (nobody does here), and
+// torch::cuda::synchronize() waits for it.
+cudaStream_t stream() {
+  return nullptr;
+}
+
+// max |a - b| / max |b|: an indexing or reduction mistake shows as O(1); rounding as ~1e-3.
+double rel_max(const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor ad = a.to(at::kCPU, at::kDouble), bd = b.to(at::kCPU, at::kDouble);
+  return (ad - bd).abs().max().item<double>() / std::max(1e-30, bd.abs().max().item<double>());
+}
+
+void gemv_case(ForjaDecodePrologue pro, int64_t n, int64_t k, bool bias, bool residual) {
+  const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
+  at::Tensor w = randn_bf16({n, k}, 1.0 / std::sqrt(static_cast<double>(k))), x = randn_bf16({in});
+  at::Tensor nw = randn_bf16({k}), b = randn_bf16({n}), r = randn_bf16({n});
+  auto fill = [&](ForjaDecodeGemv& p, const at::Tensor& W, const at::Tensor& X, const at::Tensor& NW,
+                  const at::Tensor& B, const at::Tensor& R, at::Tensor& Y, at::Tensor& A) {
+    p = ForjaDecodeGemv{};
+    p.n = n, p.k = k, p.w = W.data_ptr(), p.x = X.data_ptr(), p.prologue = pro, p.norm_weight = NW.data_ptr();
+    p.eps = 1e-5f, p.bias = bias ? B.data_ptr() : nullptr, p.residual = residual ? R.data_ptr() : nullptr;
+    p.y = Y.data_ptr(), p.act_out = A.data_ptr();
+  };
+  at::Tensor y_ref = at::zeros({n}, at::kBFloat16), a_ref = at::zeros({k}, at::kBFloat16);
+  ForjaDecodeGemv p;
+  fill(p, w, x, nw, b, r, y_ref, a_ref);
+  FORJA_CHECK(forja_decode_gemv_bf16_ref(&p) == 0, "reference refused");
+
+  at::Tensor wd = w.to(kCuda), xd = x.to(kCuda), nwd = nw.to(kCuda), bd = b.to(kCuda), rd = r.to(kCuda);
+  at::Tensor yd = at::full({n}, NAN, wd.options()), ad = at::full({k}, NAN, wd.options());
+  fill(p, wd, xd, nwd, bd, rd, yd, ad);
+  const int rc = forja_decode_gemv_bf16(&p, stream());
+  torch::cuda::synchronize();
+  FORJA_CHECK(rc == 0, "gemv launch failed: %d", rc);
+  const double e = rel_max(yd, y_ref), ea = rel_max(ad, a_ref);
+  const bool finite = at::isfinite(yd).all().item<bool>() && at::isfinite(ad).all().item<bool>();
+  std::printf("gemv prologue %d  n %6lld k %6lld bias %d res %d: y %.2e act %.2e\n", static_cast<int>(pro),
+              static_cast<long long>(n), static_cast<long long>(k), bias, residual, e, ea);
+  FORJA_CHECK(finite, "an output element was not written (NaN poison left)");
+  FORJA_CHECK(e <= 1e-2, "gemv n %lld k %lld: rel err %g", static_cast<long long>(n),
+              static_cast<long long>(k), e);
+  FORJA_CHECK(ea <= 1e-2, "gemv act_out: rel err %g", ea);
+}
+
+void rope_case(int64_t heads, int64_t kv, int64_t d, int64_t cap, int64_t pos) {
+  at::Tensor qkv = randn_bf16({(heads + 2 * kv) * d}), cos = randn_bf16({cap, d}), sin = randn_bf16({cap, d});
+  at::Tensor cache = at::full({2, kv, cap, d}, 5.0, at::kBFloat16);
+  at::Tensor qkv_ref = qkv.clone(), cache_ref = cache.clone();
+  int64_t position = pos;
+  ForjaDecodeRopeKv p{};
+  p.heads = heads, p.kv_heads = kv, p.head_dim = d, p.capacity = cap;
+  p.qkv = qkv_ref.data_ptr(), p.cache = cache_ref.data_ptr(), p.cos = cos.data_ptr(), p.sin = sin.data_ptr();
+  p.position = &position;
+  FORJA_CHECK(forja_decode_rope_kv_bf16_ref(&p) == 0, "reference refused");
+  at::Tensor qkv_d = qkv.to(kCuda), cache_d = cache.to(kCuda), cos_d = cos.to(kCuda), sin_d = sin.to(kCuda);
+  at::Tensor pos_d = at::full({1}, pos, at::TensorOptions().dtype(at::kLong).device(kCuda));
+  p.qkv = qkv_d.data_ptr(), p.cache = cache_d.data_ptr(), p.cos = cos_d.data_ptr(), p.sin = sin_d.data_ptr();
+  p.position = pos_d.data_ptr<int64_t>();
+  const int rc = forja_decode_rope_kv_bf16(&p, stream());
+  torch::cuda::synchronize();
+  FORJA_CHECK(rc == 0, "rope launch failed: %d", rc);
+  const double eq = rel_max(qkv_d, qkv_ref), ec = rel_max(cache_d, cache_ref);
+  std::printf("rope_kv heads %lld kv %lld d %lld pos %lld: qkv %.2e cache %.2e\n",
+              static_cast<long long>(heads), static_cast<long long>(kv), static_cast<long long>(d),
+              static_cast<long long>(pos), eq, ec);
+  FORJA_CHECK(eq <= 1e-2 && ec <= 1e-2, "rope: qkv %g cache %g", eq, ec);
+}
+
+void attention_case(int64_t heads, int64_t kv, int64_t d, int64_t cap, int64_t max_keys, int64_t pos,
+                    int64_t window) {
+  at::Tensor q = randn_bf16({heads, d}), cache = randn_bf16({2, kv, cap, d});
+  at::Tensor out_ref = at::zeros({heads, d}, at::kBFloat16);
+  int64_t position = pos;
+  ForjaDecodeAttention p{};
+  p.heads = heads, p.kv_heads = kv, p.head_dim = d, p.capacity = cap, p.max_keys = max_keys;
+  p.chunk = forja_decode_attention_chunk(max_keys), p.window = window;
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  p.q = q.data_ptr(), p.cache = cache.data_ptr(), p.position = &position, p.out = out_ref.data_ptr();
+  FORJA_CHECK(forja_decode_attention_bf16_ref(&p) == 0, "reference refused");
+  at::Tensor qd = q.to(kCuda), cd = cache.to(kCuda), od = at::full({heads, d}, NAN, qd.options());
+  at::Tensor pos_d = at::full({1}, pos, at::TensorOptions().dtype(at::kLong).device(kCuda));
+  at::Tensor scratch = at::full({forja::infer::decode_kernels::attention_scratch_floats(heads, d)}, NAN,
+                                at::TensorOptions().dtype(at::kFloat).device(kCuda));
+  p.q = qd.data_ptr(), p.cache = cd.data_ptr(), p.position = pos_d.data_ptr<int64_t>(), p.out = od.data_ptr();
+  p.scratch = scratch.data_ptr<float>();
+  const int rc = forja_decode_attention_bf16(&p, stream());
+  torch::cuda::synchronize();
+  FORJA_CHECK(rc == 0, "attention launch failed: %d", rc);
+  const double e = rel_max(od, out_ref);
+  std::printf("attention heads %2lld kv %lld d %3lld keys %5lld pos %5lld window %3lld: %.2e\n",
+              static_cast<long long>(heads), static_cast<long long>(kv), static_cast<long long>(d),
+              static_cast<long long>(max_keys), static_cast<long long>(pos), static_cast<long long>(window),
+              e);
+  FORJA_CHECK(at::isfinite(od).all().item<bool>(), "attention: an output element was not written");
+  FORJA_CHECK(e <= 1e-2, "attention: rel err %g", e);
+}
+
+std::unique_ptr<forja::Generator::Impl> engine(std::shared_ptr<forja::CausalLM> lm, bool graphs,
+                                               int64_t ctx) {
+  forja::EngineOptions o;
+  o.cuda_graphs = graphs;
+  o.max_context = ctx;
+  return std::make_unique<forja::Generator::Impl>(std::move(lm), o, "");
+}
+
+// A random adapter on q/v/down of every layer, the same for both engines.
+forja::infer::PeftAdapter random_adapter(const forja::ModelConfig& c) {
+  forja::infer::PeftAdapter a;
+  a.scale = 2.0;
+  at::manual_seed(11);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i);
+    a.modules[p + ".self_attn.q_proj"] = {at::randn({8, c.hidden_size}) * 0.05,
+                                          at::randn({c.num_heads * c.head_dim, 8}) * 0.05};
+    a.modules[p + ".self_attn.v_proj"] = {at::randn({8, c.hidden_size}) * 0.05,
+                                          at::randn({c.num_kv_heads * c.head_dim, 8}) * 0.05};
+    a.modules[p + ".mlp.down_proj"] = {at::randn({8, c.intermediate_size}) * 0.05,
+                                       at::randn({c.hidden_size, 8}) * 0.05};
+  }
+  return a;
+}
+
+// Teacher-forced decode with the kernels on (engine `on`) and off (`off`), the same token fed to both.
+void compare_decoders(const std::string& what, forja::ModelConfig c, bool graphs, bool adapter,
+                      int64_t prompt_len, int64_t steps) {
+  auto make = [&] {
+    forja::RandomWeights w(5, at::kBFloat16, kCuda);
+    return forja::make_causal_lm(c, w);
+  };
+  const int64_t ctx = prompt_len + steps + 8;
+  auto on = engine(make(), graphs, ctx), off = engine(make(), false, ctx);
+  if (adapter) {
+    auto a = random_adapter(c);
+    on->decoder().set_adapter(a);
+    off->decoder().set_adapter(a);
+  }
+  std::vector<int64_t> prompt;
+  for (int64_t i = 0; i < prompt_len; ++i) prompt.push_back(3 + (i * 37) % (c.vocab_size - 3));
+  forja::fused::set_enabled(false);
+  at::Tensor l_off = off->decoder().prefill(at::tensor(prompt), 0);
+  on->decoder().prefill(at::tensor(prompt), 0);  // prefill is the same code either way
+  int32_t token = static_cast<int32_t>(l_off.argmax().item<int64_t>());
+  double worst = 0;
+  int agree = 0;
+  for (int64_t i = 0; i < steps; ++i) {
+    const int64_t pos = prompt_len + i;
+    forja::fused::set_enabled(true);
+    auto a = on->runner().step(token, pos);
+    at::Tensor la = a.logits.clone();
+    forja::fused::set_enabled(false);
+    auto b = off->runner().step(token, pos);
+    worst = std::max(worst, forja_test::relative_error(la, b.logits));
+    agree += a.best == b.best;
+    token = b.best;
+  }
+  forja::fused::set_enabled(true);
+  std::printf("%-44s graphs %d: worst rel. logits error %.2e, same argmax %d/%lld\n", what.c_str(), graphs,
+              worst, agree, static_cast<long long>(steps));
+  FORJA_CHECK(worst <= 3e-2, "%s: logits differ by %g (relative)", what.c_str(), worst);
+  FORJA_CHECK(agree >= steps * 9 / 10, "%s: argmax agreed on %d of %lld steps", what.c_str(), agree,
+              static_cast<long long>(steps));
+}
+
+}  // namespace
+
+int main() {
+  if (!torch::cuda::is_available()) forja_test::skip("no CUDA GPU visible (or this LibTorch has no CUDA)");
+  if (!forja::infer::decode_kernels::compiled_in()) forja_test::skip("this build has no kernels/decode");
+  at::NoGradGuard no_grad;
+  at::manual_seed(0);
+
+  for (auto pro : {FORJA_DECODE_PLAIN, FORJA_DECODE_RMSNORM, FORJA_DECODE_SWIGLU}) {
+    gemv_case(pro, 1, 8, false, false);
+    gemv_case(pro, 1001, 1000, true, true);    // 16-byte path, rows not a multiple of the block
+    gemv_case(pro, 257, 1003, false, true);    // scalar path (k not a multiple of 8)
+    gemv_case(pro, 2560, 2048, false, false);  // TinyLlama q/k/v
+  }
+  gemv_case(FORJA_DECODE_SWIGLU, 4096, 14336, false, true);   // Mistral down: 28 KB of shared activations
+  gemv_case(FORJA_DECODE_RMSNORM, 333, 30000, false, false);  // above 48 KB of shared memory (opt-in)
+  gemv_case(FORJA_DECODE_PLAIN, 32000, 2048, false, false);   // a vocabulary-sized output
+
+  rope_case(32, 4, 64, 40, 0);
+  rope_case(32, 8, 128, 300, 299);
+  rope_case(3, 1, 18, 7, 4);  // head_dim not a power of two
+
+  for (int64_t pos : {0, 31, 32, 33, 255})
+    attention_case(32, 4, 64, 512, 256, pos, 0);    // TinyLlama heads, bucket 256
+  attention_case(32, 8, 128, 4096, 2048, 2047, 0);  // Mistral heads, a 2048-slot bucket, full
+  attention_case(32, 8, 128, 4096, 4096, 3000, 0);
+  attention_case(12, 12, 64, 100, 97, 96, 0);        // MHA, keys not a multiple of 32
+  attention_case(16, 1, 128, 1024, 1024, 900, 100);  // 16 query heads on one kv head, a sliding window
+  attention_case(8, 2, 64, 64, 64, 10, 4);
+
+  // The decoder with the kernels on vs off.
+  forja::ModelConfig c = forja::parse_model_config(forja_test::fixture_dir("llama") / "config.json");
+  c.hidden_size = 256, c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 64, c.intermediate_size = 688;
+  c.num_layers = 3, c.max_position_embeddings = 1024;
+  compare_decoders("llama d64 GQA 2:1", c, false, false, 20, 30);
+  compare_decoders("llama d64 GQA 2:1, graphs over 256 -> 512", c, true, false, 250, 20);
+  compare_decoders("llama d64 + adapter, graphs", c, true, true, 20, 30);
+  forja::ModelConfig m = c;
+  m.hidden_size = 512, m.num_heads = 4, m.num_kv_heads = 1, m.head_dim = 128, m.intermediate_size = 1376;
+  m.sliding_window = 40;
+  compare_decoders("mistral-like d128 GQA 4:1, window 40, graphs", m, true, false, 30, 40);
+  return forja_test::finish("gpu decode kernels");
+}

@@ -1,0 +1,204 @@
+// The decode kernels' CPU references (kernels/decode/reference.cpp) against the decoder's stock LibTorch step
+// (the formulation core/infer/decoder_llama.cpp runs without the kernels), computed here on the CPU: the
+// GEMV with each prologue, bias and residual; RoPE with the cache write; attention with GQA and a sliding
+// window. The GPU suite compares the kernels with these references, so together they tie the kernels to the
+// stock step.
+#include <QtTest>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "forja_kernels/decode.h"
+
+namespace {
+
+at::Tensor bf16_randn(std::vector<int64_t> shape, uint64_t seed, double scale = 1.0) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  return (at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat)) * scale)
+      .to(at::kBFloat16)
+      .contiguous();
+}
+
+double max_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+// Largest |a - b| in units of b's bf16 spacing (1 = one rounding step apart).
+double bf16_steps(const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor ad = a.to(at::kDouble), bd = b.to(at::kDouble);
+  at::Tensor ulp = at::exp2(at::floor(at::log2(bd.abs().clamp_min(1e-30))) - 7);
+  return ((ad - bd).abs() / ulp).max().item<double>();
+}
+
+}  // namespace
+
+class TestDecodeReference : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void gemvMatchesTheStockStep_data() {
+    QTest::addColumn<int>("prologue");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<bool>("bias");
+    QTest::addColumn<bool>("residual");
+    QTest::newRow("plain") << int(FORJA_DECODE_PLAIN) << 37 << 64 << false << false;
+    QTest::newRow("plain, odd k, bias and residual") << int(FORJA_DECODE_PLAIN) << 29 << 67 << true << true;
+    QTest::newRow("rmsnorm") << int(FORJA_DECODE_RMSNORM) << 41 << 96 << false << false;
+    QTest::newRow("rmsnorm with bias (Qwen2 q/k/v)")
+        << int(FORJA_DECODE_RMSNORM) << 33 << 80 << true << false;
+    QTest::newRow("swiglu with residual") << int(FORJA_DECODE_SWIGLU) << 48 << 72 << false << true;
+  }
+
+  void gemvMatchesTheStockStep() {
+    QFETCH(int, prologue);
+    QFETCH(int, n);
+    QFETCH(int, k);
+    QFETCH(bool, bias);
+    QFETCH(bool, residual);
+    const int64_t in = prologue == FORJA_DECODE_SWIGLU ? 2 * k : k;
+    at::Tensor w = bf16_randn({n, k}, 1, 0.1), x = bf16_randn({1, in}, 2), nw = bf16_randn({k}, 3);
+    at::Tensor b = bf16_randn({n}, 4), r = bf16_randn({1, n}, 5);
+    const float eps = 1e-5f;
+
+    // The stock step, as the decoder writes it (LlamaRMSNorm's order; silu then mul; addmm's epilogue).
+    at::Tensor act = x;
+    if (prologue == FORJA_DECODE_RMSNORM) {
+      at::Tensor xf = x.to(at::kFloat);
+      xf = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);
+      act = nw * xf.to(at::kBFloat16);
+    } else if (prologue == FORJA_DECODE_SWIGLU) {
+      act = at::silu(x.narrow(1, 0, k)) * x.narrow(1, k, k);
+    }
+    at::Tensor acc = at::mm(act.to(at::kDouble), w.to(at::kDouble).t());
+    if (bias) acc = acc + b.to(at::kDouble);
+    if (residual) acc = acc + r.to(at::kDouble);
+    at::Tensor want = acc.to(at::kFloat).to(at::kBFloat16);
+
+    at::Tensor y = at::full({1, n}, 7.0, at::kBFloat16), act_out = at::full({1, k}, 7.0, at::kBFloat16);
+    ForjaDecodeGemv p{};
+    p.n = n;
+    p.k = k;
+    p.w = w.data_ptr();
+    p.x = x.data_ptr();
+    p.prologue = static_cast<ForjaDecodePrologue>(prologue);
+    p.norm_weight = nw.data_ptr();
+    p.eps = eps;
+    p.bias = bias ? b.data_ptr() : nullptr;
+    p.residual = residual ? r.data_ptr() : nullptr;
+    p.y = y.data_ptr();
+    p.act_out = act_out.data_ptr();
+    QCOMPARE(forja_decode_gemv_bf16_ref(&p), int(FORJA_DECODE_OK));
+    // The activation is the stock one up to the last bit of a differently-summed mean (one bf16 step), or of
+    // a silu written as g / (1 + e^-g) instead of LibTorch's vectorised g·sigmoid(g), whose one-step
+    // difference the product with `up` can stretch to a few steps; the output is the sum of the same products
+    // rounded once.
+    const double act_steps = prologue == FORJA_DECODE_SWIGLU ? 4.0 : 1.0;
+    QVERIFY2(bf16_steps(act_out, act) <= act_steps, qPrintable(QString::number(bf16_steps(act_out, act))));
+    const double tol = 2 * std::ldexp(1.0, -8) * (1 + want.to(at::kDouble).abs().max().item<double>());
+    QVERIFY2(max_diff(y, want) <= tol, qPrintable(QString("max diff %1").arg(max_diff(y, want))));
+  }
+
+  void gemvRejectsBadArguments() {
+    ForjaDecodeGemv p{};
+    QVERIFY(forja_decode_gemv_check(&p) != nullptr);  // n = k = 0
+    uint16_t buf[4] = {};
+    p.n = 1, p.k = 40000, p.w = buf, p.x = buf, p.y = buf;
+    QVERIFY(QByteArray(forja_decode_gemv_check(&p)).contains("32768"));
+    p.k = 2;
+    p.prologue = FORJA_DECODE_RMSNORM;
+    QVERIFY(QByteArray(forja_decode_gemv_check(&p)).contains("norm_weight"));
+    QCOMPARE(forja_decode_gemv_bf16_ref(&p), int(FORJA_DECODE_INVALID_ARGUMENT));
+  }
+
+  void ropeRotatesAndWritesTheCacheSlot() {
+    const int64_t heads = 6, kv = 2, d = 16, cap = 9, pos = 5, half = d / 2;
+    at::Tensor qkv = bf16_randn({1, (heads + 2 * kv) * d}, 11);
+    // The decoder's tables: cos and sin of cat(freqs, freqs), rotate_half's sign folded into the sine.
+    at::Tensor inv = 1.0 / at::pow(10000.0, at::arange(0, d, 2, at::kFloat) / static_cast<double>(d));
+    at::Tensor freqs = at::arange(cap, at::kFloat).unsqueeze(1) * inv;
+    at::Tensor emb = at::cat({freqs, freqs}, -1);
+    at::Tensor cos = emb.cos().to(at::kBFloat16), sin = emb.sin().to(at::kBFloat16);
+    at::Tensor sin_signed = at::cat({-sin.narrow(1, 0, half), sin.narrow(1, half, half)}, 1).contiguous();
+
+    // Stock: x·cos, then addcmul with the swapped halves.
+    at::Tensor qk = qkv.view({heads + 2 * kv, d}).narrow(0, 0, heads + kv);
+    at::Tensor swapped = at::cat({qk.narrow(1, half, half), qk.narrow(1, 0, half)}, 1);
+    at::Tensor want = at::addcmul(qk * cos[pos], swapped, sin_signed[pos]);
+
+    at::Tensor cache = at::full({2, kv, cap, d}, 3.0, at::kBFloat16), got = qkv.clone();
+    int64_t position = pos;
+    ForjaDecodeRopeKv p{};
+    p.heads = heads, p.kv_heads = kv, p.head_dim = d, p.capacity = cap;
+    p.qkv = got.data_ptr(), p.cache = cache.data_ptr(), p.cos = cos.data_ptr(), p.sin = sin_signed.data_ptr();
+    p.position = &position;
+    QCOMPARE(forja_decode_rope_kv_bf16_ref(&p), int(FORJA_DECODE_OK));
+    at::Tensor rotated = got.view({heads + 2 * kv, d}).narrow(0, 0, heads + kv);
+    QVERIFY2(bf16_steps(rotated, want) <= 1.0, qPrintable(QString::number(bf16_steps(rotated, want))));
+    // K (rotated) and V (as is) in slot `pos` of each kv head; every other slot untouched.
+    at::Tensor k = rotated.narrow(0, heads, kv), v = qkv.view({heads + 2 * kv, d}).narrow(0, heads + kv, kv);
+    QVERIFY(at::equal(cache[0].select(1, pos), k));
+    QVERIFY(at::equal(cache[1].select(1, pos), v));
+    at::Tensor others = at::cat({cache.narrow(2, 0, pos), cache.narrow(2, pos + 1, cap - pos - 1)}, 2);
+    QVERIFY(at::equal(others, at::full_like(others, 3.0)));
+    position = cap;  // out of range: refused, nothing written
+    QCOMPARE(forja_decode_rope_kv_bf16_ref(&p), int(FORJA_DECODE_INVALID_ARGUMENT));
+  }
+
+  void attentionMatchesSoftmaxOverTheVisibleSlots_data() {
+    QTest::addColumn<int>("heads");
+    QTest::addColumn<int>("kv");
+    QTest::addColumn<int>("d");
+    QTest::addColumn<int>("pos");
+    QTest::addColumn<int>("window");
+    QTest::newRow("MHA, first position") << 4 << 4 << 64 << 0 << 0;
+    QTest::newRow("GQA 8:1, d 64") << 16 << 2 << 64 << 37 << 0;
+    QTest::newRow("GQA 4:1, d 128") << 8 << 2 << 128 << 50 << 0;
+    QTest::newRow("sliding window") << 8 << 2 << 128 << 50 << 16;
+  }
+
+  void attentionMatchesSoftmaxOverTheVisibleSlots() {
+    QFETCH(int, heads);
+    QFETCH(int, kv);
+    QFETCH(int, d);
+    QFETCH(int, pos);
+    QFETCH(int, window);
+    const int64_t cap = 64, max_keys = 64, rep = heads / kv;
+    at::Tensor q = bf16_randn({heads, d}, 21), cache = bf16_randn({2, kv, cap, d}, 22);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    // Stock: scores over the visible slots, softmax, weighted sum (in double here).
+    const int64_t lo = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+    at::Tensor k = cache[0].narrow(1, lo, pos - lo + 1).to(at::kDouble);  // [kv, keys, d]
+    at::Tensor v = cache[1].narrow(1, lo, pos - lo + 1).to(at::kDouble);
+    at::Tensor qg = q.to(at::kDouble).view({kv, rep, d});
+    at::Tensor probs = at::softmax(at::bmm(qg, k.transpose(1, 2)) * scale, -1);
+    at::Tensor want = at::bmm(probs, v).reshape({heads, d}).to(at::kFloat).to(at::kBFloat16);
+
+    at::Tensor out = at::full({heads, d}, 9.0, at::kBFloat16);
+    int64_t position = pos;
+    ForjaDecodeAttention p{};
+    p.heads = heads, p.kv_heads = kv, p.head_dim = d, p.capacity = cap, p.max_keys = max_keys;
+    p.chunk = forja_decode_attention_chunk(max_keys), p.window = window, p.scale = static_cast<float>(scale);
+    p.q = q.data_ptr(), p.cache = cache.data_ptr(), p.position = &position, p.out = out.data_ptr();
+    QCOMPARE(forja_decode_attention_bf16_ref(&p), int(FORJA_DECODE_OK));
+    QVERIFY2(bf16_steps(out, want) <= 1.0, qPrintable(QString::number(bf16_steps(out, want))));
+  }
+
+  void attentionSplitSizes() {
+    // Chunks are multiples of 32 keys and there are at most 64 splits, so one scratch sized for the whole
+    // cache serves every bucket.
+    for (int64_t keys : {1, 31, 32, 256, 2048, 2049, 4096, 32768, 131072}) {
+      const int64_t chunk = forja_decode_attention_chunk(keys);
+      QVERIFY(chunk % 32 == 0 && chunk >= 32);
+      QVERIFY((keys + chunk - 1) / chunk <= 64);
+      QVERIFY(forja_decode_attention_scratch_floats(8, 64, keys, chunk) <=
+              8 * 64 * 66);  // the decoder's size
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestDecodeReference)
+#include "test_decode_reference.moc"
