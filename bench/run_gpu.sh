@@ -27,11 +27,11 @@ configure_and_build() {
   # sentencepiece development files are found, else it is left out too (and so is its benchmark).
   if [[ ! -f build-cuda/build.ninja ]]; then
     if ! cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="store" -DCMAKE_BUILD_TYPE=Release \
-        -DCMAKE_PREFIX_PATH="$P" >"$OUT/cmake.log" 2>&1; then
+        -DCMAKE_PREFIX_PATH="$P" -DCMAKE_CUDA_ARCHITECTURES=90-real >"$OUT/cmake.log" 2>&1; then
       echo "configure with the tokenizer failed (see cmake.log); without it"
       rm -rf build-cuda
       cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="tokenizer;store;data" \
-        -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$P" >>"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
+        -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$P" -DCMAKE_CUDA_ARCHITECTURES=90-real >>"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
     fi
   fi
   gpu_tests=$(cmake --build build-cuda --target help | sed -n 's/^\(test_gpu_[a-z0-9_]*\|gpu_env_doctor\):.*/\1/p' | tr '\n' ' ')
