@@ -34,7 +34,8 @@ configure_and_build() {
         -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$P" -DCMAKE_CUDA_ARCHITECTURES=90-real >>"$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
     fi
   fi
-  gpu_tests=$(cmake --build build-cuda --target help | sed -n 's/^\(test_gpu_[a-z0-9_]*\|gpu_env_doctor\):.*/\1/p' | tr '\n' ' ')
+  # GPU_TESTS="test_gpu_a test_gpu_b" builds and runs only those suites.
+  gpu_tests=${GPU_TESTS:-$(cmake --build build-cuda --target help | sed -n 's/^\(test_gpu_[a-z0-9_]*\|gpu_env_doctor\):.*/\1/p' | tr '\n' ' ')}
   cmake --build build-cuda -j"$(nproc)" --target forja-cli $gpu_tests >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   echo "compiler warnings: $(grep -c 'warning:' "$OUT/build.log")"
   grep 'warning:' "$OUT/build.log" | grep -v '/usr/include/\|site-packages' | head -5
@@ -42,7 +43,9 @@ configure_and_build() {
 
 gpu_tests() {
   step GPU tests
-  (cd build-cuda && ctest -L gpu --output-on-failure >"$OUT/gpu_tests.log" 2>&1
+  local only=""
+  [[ -n ${GPU_TESTS:-} ]] && only="-R ^($(echo $GPU_TESTS | tr ' ' '|'))\$"
+  (cd build-cuda && ctest -L gpu $only --output-on-failure >"$OUT/gpu_tests.log" 2>&1
    grep -E "Test +#|tests passed|FAILED" "$OUT/gpu_tests.log" | tail -20)
 }
 
