@@ -8,6 +8,7 @@
 #include "forja/checkpoint.h"
 #include "forja/error.h"
 #include "gpt2.h"
+#include "layers.h"
 #include "llama.h"
 #include "weights.h"
 
@@ -86,6 +87,25 @@ std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig& config, WeightProvid
   return m;
 }
 
+namespace {
+
+// What an NF4 cache must have been made from: every checkpoint file's name, size and modification time, and
+// the quantization options. A different value means the cache is stale.
+std::string nf4_cache_source(const io::Checkpoint& ckpt, const quant::Nf4Options& o) {
+  std::string key = "block_size=" + std::to_string(o.block_size) +
+                    ";double_quant=" + (o.double_quant ? "1" : "0") +
+                    ";dq_block_size=" + std::to_string(o.dq_block_size);
+  for (const auto& file : ckpt.files()) {
+    std::error_code ec;
+    const auto size = fs::file_size(file->path(), ec);
+    const auto mtime = fs::last_write_time(file->path(), ec).time_since_epoch().count();
+    key += ";" + file->path().filename().string() + ":" + std::to_string(size) + ":" + std::to_string(mtime);
+  }
+  return key;
+}
+
+}  // namespace
+
 std::shared_ptr<CausalLM> load_causal_lm(const fs::path& model_dir, const LoadOptions& options) {
   const fs::path config_path = model_dir / "config.json";
   if (!fs::exists(config_path))
@@ -94,7 +114,56 @@ std::shared_ptr<CausalLM> load_causal_lm(const fs::path& model_dir, const LoadOp
   io::Checkpoint ckpt = io::Checkpoint::open(model_dir);
   const at::ScalarType dtype = options.dtype.value_or(dominant_dtype(ckpt));
   CheckpointWeights weights(ckpt, dtype, options.device, config.family == Family::Gpt2 ? "transformer." : "");
+
+  // QLoRA: quantize the projections as they are read, or take them from the cache.
+  std::optional<quant::Nf4Cache> cache, record;
+  if (options.nf4) {
+    if (config.family == Family::Gpt2)
+      throw_file_error(model_dir.string(), "a 4-bit (NF4) base is not supported for GPT-2 models yet",
+                       "Train GPT-2 with base_quant = none, or use a Llama-family model for QLoRA.");
+    weights.set_nf4(options.nf4);
+    const std::string source = nf4_cache_source(ckpt, *options.nf4);
+    auto note = [&](const std::string& text) {
+      if (options.notes) options.notes(text);
+    };
+    if (!options.nf4_cache.empty()) {
+      if (fs::exists(options.nf4_cache)) {
+        try {
+          quant::Nf4Cache c = quant::load_nf4_cache(options.nf4_cache);
+          auto it = c.extra.find("source");
+          if (it == c.extra.end() || it->second != source ||
+              c.options.block_size != options.nf4->block_size ||
+              c.options.double_quant != options.nf4->double_quant ||
+              (c.options.double_quant && c.options.dq_block_size != options.nf4->dq_block_size))
+            note(options.nf4_cache.string() +
+                 ": the NF4 cache was made from other checkpoint files or options; quantizing again and "
+                 "rewriting it");
+          else
+            cache = std::move(c);
+        } catch (const Error& e) {
+          note(std::string(e.what()) + "; quantizing again and rewriting the NF4 cache");
+        }
+      }
+      if (cache) {
+        weights.use_nf4_cache(&*cache);
+      } else {
+        record.emplace();
+        record->options = *options.nf4;
+        record->extra["source"] = source;
+        weights.record_nf4(&*record);
+      }
+    }
+  }
   auto model = make_causal_lm(config, weights);
+  if (record) {
+    try {
+      quant::save_nf4_cache(options.nf4_cache, *record);
+    } catch (const Error& e) {
+      // A cache that cannot be written costs the next load some time, nothing else.
+      if (options.notes)
+        options.notes(std::string(e.what()) + " (the model loaded; the NF4 cache was not written)");
+    }
+  }
   auto unused = weights.unused();
   if (!unused.empty()) {
     std::string list;
@@ -105,6 +174,11 @@ std::shared_ptr<CausalLM> load_causal_lm(const fs::path& model_dir, const LoadOp
                      "The weights and config.json do not match.");
   }
   return model;
+}
+
+void dequantize_nf4_base(CausalLM& model) {
+  for (const auto& module : model.modules(/*include_self=*/false))
+    if (auto* linear = module->as<LinearImpl>()) linear->dequantize_weight(model.dtype());
 }
 
 at::Device parse_device(const std::string& text) {

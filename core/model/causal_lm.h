@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "forja/model_config.h"
+#include "forja/nf4.h"
 
 namespace forja {
 
@@ -32,8 +33,21 @@ struct LoadOptions {
   at::Device device = at::kCPU;
 };
 
+  LoadOptions() = default;
+  // The common case, `{dtype, device}`, spelled as before the NF4 fields came.
+  LoadOptions(std::optional<at::ScalarType> dtype_, at::Device device_ = at::kCPU)
+      : dtype(dtype_), device(device_) {}
 class CausalLM : public torch::nn::Module {
  public:
+  // QLoRA: the decoder layers' projection weights (quant::should_quantize_nf4) are quantized to NF4 as they
+  // are read, one at a time on `device`, and held in 4 bits; `dtype` is then the compute dtype. Llama family
+  // only.
+  std::optional<quant::Nf4Options> nf4;
+  // With nf4: a cache of the quantized tensors. Read when it exists and was made from the same checkpoint
+  // files with the same options; otherwise (absent, stale or unreadable) written after quantizing, and
+  // `notes` says why it was rebuilt.
+  std::filesystem::path nf4_cache;
+  std::function<void(const std::string&)> notes;
   explicit CausalLM(ModelConfig config) : config_(std::move(config)) {}
   // input_ids: [B, T] int64 on the model's device. Returns logits [B, T, vocab] in the model's dtype.
   at::Tensor forward(const at::Tensor& input_ids) { return logits(hidden_states(input_ids, {})); }
@@ -66,6 +80,10 @@ std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig& config, WeightProvid
 std::shared_ptr<CausalLM> load_causal_lm(const std::filesystem::path& model_dir, const LoadOptions& options = {});
 
 // "cpu" / "cuda" / "cuda:1" and "fp32" / "bf16" / "fp16" as the CLI and the UI spell them; errors say what is
+// Replaces every NF4 projection (QLoRA) by its dequantized weights in the model's dtype, as a plain `weight`
+// parameter: the model's named_parameters() are then the checkpoint's keys again (export).
+void dequantize_nf4_base(CausalLM& model);
+
 // wrong (e.g. CUDA asked for on a build or machine without it).
 at::Device parse_device(const std::string& text);
 at::ScalarType parse_dtype_name(const std::string& text);

@@ -12,12 +12,29 @@
 namespace forja {
 
 LinearImpl::LinearImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out, bool has_bias) {
-  weight = register_parameter("weight", w.get(name + ".weight", {out, in}), /*requires_grad=*/false);
+  if (w.nf4() && quant::should_quantize_nf4(name + ".weight")) {
+    nf4 = w.get_nf4(name + ".weight", {out, in});
+    nf4.codes = register_buffer("weight_nf4_codes", nf4.codes);
+    if (nf4.double_quant) {
+      nf4.absmax_q = register_buffer("weight_nf4_absmax_q", nf4.absmax_q);
+      nf4.absmax_scale = register_buffer("weight_nf4_absmax_scale", nf4.absmax_scale);
+    } else {
+      nf4.absmax = register_buffer("weight_nf4_absmax", nf4.absmax);
+    }
+  } else {
+    weight = register_parameter("weight", w.get(name + ".weight", {out, in}), /*requires_grad=*/false);
+  }
   if (has_bias) bias = register_parameter("bias", w.get(name + ".bias", {out}), false);
 }
 
+void LinearImpl::dequantize_weight(at::ScalarType dtype) {
+  if (!nf4.defined()) return;
+  weight = register_parameter("weight", dequantize_nf4_weight(nf4, dtype), /*requires_grad=*/false);
+  nf4 = Nf4Weight{};
+}
+
 at::Tensor LinearImpl::forward(const at::Tensor& x) {
-  at::Tensor y = at::linear(x, weight, bias);
+  at::Tensor y = nf4.defined() ? nf4_linear(x, nf4, bias) : at::linear(x, weight, bias);
   return lora && lora->enabled ? lora->add_to(y, x) : y;
 }
 

@@ -11,16 +11,25 @@
 
 #include "forja/model_config.h"
 #include "lora_linear.h"
+#include "nf4_weight.h"
 #include "weights.h"
 
 namespace forja {
 
-// y = x Wᵀ + b, W stored [out, in] (nn.Linear).
+// y = x Wᵀ + b, W stored [out, in] (nn.Linear). When the weight provider asks for NF4 (QLoRA) and the weight
+// is a decoder projection, W is held quantized in `nf4` (its tensors registered as buffers: they move with
+// the module but are not parameters) and `weight` stays undefined.
 class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(WeightProvider& w, const std::string& name, int64_t in, int64_t out, bool bias);
   at::Tensor forward(const at::Tensor& x);
+  // NF4 only: replaces the 4-bit weight by its dequantized values in `dtype`, registered as the `weight`
+  // parameter again (merging an adapter for export).
+  void dequantize_weight(at::ScalarType dtype);
+  int64_t in_features() const { return nf4.defined() ? nf4.shape[1] : weight.size(1); }
+  int64_t out_features() const { return nf4.defined() ? nf4.shape[0] : weight.size(0); }
   at::Tensor weight, bias;
+  Nf4Weight nf4;
   std::shared_ptr<LoraAdapter> lora;  // attached by LoraAdapters; null for a plain projection
 };
 TORCH_MODULE(Linear);

@@ -60,11 +60,14 @@ std::shared_ptr<LoraAdapters> LoraAdapters::attach(CausalLM& model, const LoraOp
     at::Tensor weight;
     int64_t in = 0, out = 0;
     bool fan_in_fan_out = false;
-    if (auto* linear = module->as<LinearImpl>()) {
-      slot = &linear->lora, weight = linear->weight, in = weight.size(1), out = weight.size(0);
+    LinearImpl* linear = module->as<LinearImpl>();
+    at::Device device = at::kCPU;
+    if (linear != nullptr) {
+      slot = &linear->lora, weight = linear->weight, in = linear->in_features(), out = linear->out_features();
+      device = linear->nf4.defined() ? linear->nf4.device() : weight.device();
     } else if (auto* conv = module->as<Conv1DImpl>()) {
       slot = &conv->lora, weight = conv->weight, in = weight.size(0), out = weight.size(1),
-      fan_in_fan_out = true;
+      fan_in_fan_out = true, device = weight.device();
     } else {
       continue;
     }
@@ -80,12 +83,12 @@ std::shared_ptr<LoraAdapters> LoraAdapters::attach(CausalLM& model, const LoraOp
     // sqrt(in).
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));
     at::Tensor a = at::empty({options.rank, in}, fp32).uniform_(-bound, bound, gen);
-    adapter->lora_A = a.to(weight.device()).requires_grad_(true);
-    adapter->lora_B = at::zeros({out, options.rank}, fp32.device(weight.device())).requires_grad_(true);
+    adapter->lora_A = a.to(device).requires_grad_(true);
+    adapter->lora_B = at::zeros({out, options.rank}, fp32.device(device)).requires_grad_(true);
     adapter->scale = scale;
     adapter->dropout = options.dropout;
     *slot = adapter;
-    set->entries_.push_back({name, adapter, weight, fan_in_fan_out});
+    set->entries_.push_back({name, adapter, weight, fan_in_fan_out, linear});
     set->slots_.push_back(slot);
   }
   for (size_t i = 0; i < target_used.size(); ++i) {
@@ -137,8 +140,12 @@ void LoraAdapters::set_enabled(bool enabled) {
 void LoraAdapters::set_training(bool training) {
   for (auto& e : entries_) e.adapter->training = training;
 }
+    if (e.linear != nullptr && e.linear->nf4.defined()) {
+      e.linear->dequantize_weight(nf4_dtype);
+      e.base_weight = e.linear->weight;
+    }
 
-void LoraAdapters::merge_into_base() {
+void LoraAdapters::merge_into_base(at::ScalarType nf4_dtype) {
   at::NoGradGuard no_grad;
   for (auto& e : entries_) {
     // Delta in fp32, added in fp32, stored back in the base dtype (one rounding, as PEFT's merge does).

@@ -19,6 +19,7 @@
 namespace forja {
 
 class CausalLM;
+class LinearImpl;
 
 struct LoraOptions {
   int64_t rank = 16;
@@ -55,8 +56,10 @@ class LoraAdapters {
   struct Entry {
     std::string module;  // Hugging Face module name, e.g. "model.layers.0.self_attn.q_proj"
     std::shared_ptr<LoraAdapter> adapter;
-    at::Tensor base_weight;  // the frozen projection weight ([out, in], or [in, out] when fan_in_fan_out)
+    at::Tensor base_weight;  // the frozen projection weight ([out, in], or [in, out] when fan_in_fan_out);
+                             // undefined while the base is held in NF4 (QLoRA)
     bool fan_in_fan_out = false;
+    LinearImpl* linear = nullptr;  // the projection, for a Linear (merging dequantizes an NF4 base first)
   };
 
   // Attaches fresh adapters (PEFT init) to every targeted projection of `model`; throws forja::Error when a
@@ -80,8 +83,9 @@ class LoraAdapters {
   void set_training(bool training);  // dropout on/off
 
   // W += scale * B A (transposed for Conv1D) on every adapted projection, then the adapters are disabled. For
-  // export: the model then is the merged model.
-  void merge_into_base();
+  // export: the model then is the merged model. An NF4 base projection is first dequantized to `nf4_dtype`
+  // (the adapter was trained against the dequantized values) and becomes a plain `weight` parameter again.
+  void merge_into_base(at::ScalarType nf4_dtype = at::kBFloat16);
 
  private:
   LoraAdapters() = default;

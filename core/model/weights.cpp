@@ -89,7 +89,7 @@ std::optional<std::string> CheckpointWeights::resolve(const std::string& name) c
 
 bool CheckpointWeights::has(const std::string& name) const { return resolve(name).has_value(); }
 
-at::Tensor CheckpointWeights::get(const std::string& name, const std::vector<int64_t>& shape) {
+io::TensorRef CheckpointWeights::checked(const std::string& name, const std::vector<int64_t>& shape) {
   auto key = resolve(name);
   if (!key)
     throw_file_error(ckpt_.dir().string(), "the checkpoint has no tensor '" + name + "'",
@@ -105,10 +105,44 @@ at::Tensor CheckpointWeights::get(const std::string& name, const std::vector<int
                                                     " but config.json implies " + fmt(shape));
   }
   used_.insert(*key);
+  return ref;
+}
+
+at::Tensor CheckpointWeights::get(const std::string& name, const std::vector<int64_t>& shape) {
+  io::TensorRef ref = checked(name, shape);
   at::Tensor t = tensor_from_checkpoint(*ref.file, *ref.info);
   if (!at::isFloatingType(t.scalar_type()))
-    throw_file_error(ref.file->path().string(), "tensor '" + *key + "' is not floating point");
+    throw_file_error(ref.file->path().string(), "tensor '" + ref.info->name + "' is not floating point");
   return t.to(device_, dtype_);
+}
+
+Nf4Weight CheckpointWeights::get_nf4(const std::string& name, const std::vector<int64_t>& shape) {
+  io::TensorRef ref = checked(name, shape);
+  const std::string& key = ref.info->name;
+  const std::string where = ref.file->path().string() + ": tensor '" + key + "'";
+  if (nf4_cache_ != nullptr) {
+    auto it = nf4_cache_->tensors.find(key);
+    if (it != nf4_cache_->tensors.end()) {
+      if (it->second.shape != shape || it->second.dtype != ref.info->dtype)
+        throw Error(where + ": the NF4 cache holds it with another shape or dtype",
+                    "Delete the cache file; it is rebuilt on the next load.");
+      Nf4Weight w = nf4_weight_from(it->second, device_);
+      if (nf4_record_ != nullptr) nf4_record_->tensors[key] = it->second;
+      return w;
+    }
+  }
+  at::Tensor t = tensor_from_checkpoint(*ref.file, *ref.info);
+  if (!at::isFloatingType(t.scalar_type()))
+    throw_file_error(ref.file->path().string(), "tensor '" + key + "' is not floating point");
+  // The stored values in fp32 (exact for bf16 and fp16), so the codes are quant::quantize_nf4's of the file.
+  Nf4Weight w = quantize_nf4_weight(t.to(device_, at::kFloat), nf4_.value_or(quant::Nf4Options{}), where);
+  w.source_dtype = ref.info->dtype;
+  if (nf4_record_ != nullptr) nf4_record_->tensors[key] = nf4_tensor_from(w);
+  return w;
+}
+
+Nf4Weight WeightProvider::get_nf4(const std::string& name, const std::vector<int64_t>& shape) {
+  return quantize_nf4_weight(get(name, shape), nf4_.value_or(quant::Nf4Options{}), name);
 }
 
 std::vector<std::string> CheckpointWeights::unused() const {
