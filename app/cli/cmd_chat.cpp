@@ -17,7 +17,7 @@ GenerationConfig generation_config_from(const Args& args);  // cmd_generate.cpp
 namespace {
 
 int run_chat(Args& args) {
-  args.reject_unknown({"device", "dtype", "max-context", "adapter", "max-new", "temperature", "top-k",
+  args.reject_unknown({"device", "dtype", "base-quant", "max-context", "adapter", "max-new", "temperature", "top-k",
                        "top-p", "min-p", "repetition-penalty", "presence-penalty", "frequency-penalty",
                        "seed", "stop", "system", "template"});
 #if !FORJA_INFER_HAS_TOKENIZER
@@ -72,5 +72,5 @@ int run_chat(Args& args) {
 FORJA_CLI_COMMAND(chat, "Chat with a model in the terminal (its chat template; optional LoRA adapter)",
                   "chat <model-dir> [--adapter DIR] [--system TEXT] [--template NAME] [--max-new N] "
                   "[--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S] "
-                  "[--device cpu|cuda] [--dtype fp32|bf16|fp16] [--max-context N] [--no-graphs]",
+                  "[--device cpu|cuda] [--dtype fp32|bf16|fp16] [--base-quant none|nf4] [--max-context N] [--no-graphs]",
                   forja::cli::run_chat, {"no-graphs"});

@@ -38,6 +38,7 @@ EngineOptions engine_options_from(const Args& args) {
   o.dtype = args.option_or("dtype", "auto");
   o.max_context = static_cast<int64_t>(number(args, "max-context", 0));
   o.cuda_graphs = !args.flag("no-graphs");
+  o.base_quant = args.option_or("base-quant", "none");
   return o;
 }
 
@@ -89,7 +90,7 @@ nlohmann::ordered_json result_json(const GenerationResult& r) {
 }
 
 int run_generate(Args& args) {
-  args.reject_unknown({"device", "dtype", "max-context", "adapter", "max-new", "temperature", "top-k",
+  args.reject_unknown({"device", "dtype", "base-quant", "max-context", "adapter", "max-new", "temperature", "top-k",
                        "top-p", "min-p", "repetition-penalty", "presence-penalty", "frequency-penalty",
                        "seed", "stop", "prompt", "prompt-ids"});
   const std::string dir = args.positional(0, "<model-dir>");

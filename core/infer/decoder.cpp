@@ -41,15 +41,67 @@ at::Tensor fuse_rows(const std::vector<at::Tensor>& parts) {
   return fused;
 }
 
+Nf4Weight plain_absmax(const Nf4Weight& w) {
+  if (!w.double_quant) return w;
+  Nf4Weight p = w;
+  p.absmax = w.decoded_absmax();
+  p.double_quant = false;
+  p.absmax_q = p.absmax_scale = at::Tensor();
+  p.absmax_offset = 0.0f;
+  return p;
+}
+
+std::vector<Nf4Weight> fuse_nf4_rows(const std::vector<Nf4Weight>& parts) {
+  std::vector<Nf4Weight> plain;
+  for (const auto& w : parts) plain.push_back(plain_absmax(w));
+  const Nf4Weight& first = plain.front();
+  bool whole_blocks = first.shape.size() == 2 && first.shape[1] % first.block_size == 0;
+  for (const auto& w : plain)
+    whole_blocks = whole_blocks && w.block_size == first.block_size && w.shape == std::vector<int64_t>{w.shape[0], first.shape[1]};
+  if (!whole_blocks || plain.size() == 1) return plain;
+  std::vector<at::Tensor> codes, absmax;
+  Nf4Weight fused = first;
+  fused.shape[0] = 0;
+  for (const auto& w : plain) {
+    codes.push_back(w.codes);
+    absmax.push_back(w.absmax);
+    fused.shape[0] += w.shape[0];
+  }
+  fused.codes = fuse_rows(codes);
+  // A double-quantized part's decoded absmax is the decoder's own copy; re-pointing it costs nothing either.
+  fused.absmax = fuse_rows(absmax);
+  return {fused};
+}
+
 }  // namespace detail
 
+int64_t Projection::in_features() const {
+  if (!nf4.empty()) return nf4.front().shape[1];
+  return in_out ? weight.size(0) : weight.size(1);
+}
+
+int64_t Projection::out_features() const {
+  if (nf4.empty()) return in_out ? weight.size(1) : weight.size(0);
+  int64_t rows = 0;
+  for (const auto& part : nf4) rows += part.shape[0];
+  return rows;
+}
+
 at::Tensor Projection::apply(const at::Tensor& x, bool lora_on, const at::Tensor& residual) const {
-  const at::Tensor w = in_out ? weight : weight.t();
   at::Tensor y;
-  if (residual.defined()) {
+  if (!nf4.empty()) {
+    // The 4-bit base: the fused dequantize-GEMV for one token on CUDA, dequantize + GEMM otherwise.
+    std::vector<at::Tensor> outs;
+    for (const auto& part : nf4) outs.push_back(nf4_matmul(x, part));
+    y = outs.size() == 1 ? outs.front() : at::cat(outs, 1);
+    if (residual.defined()) y.add_(residual);
+    if (bias.defined()) y.add_(bias);
+  } else if (residual.defined()) {
+    const at::Tensor w = in_out ? weight : weight.t();
     y = at::addmm(residual, x, w);  // residual + x·Wᵀ in one GEMM epilogue
     if (bias.defined()) y.add_(bias);
   } else {
+    const at::Tensor w = in_out ? weight : weight.t();
     y = bias.defined() ? at::addmm(bias, x, w) : at::mm(x, w);
   }
   if (lora_on && lora_a.defined()) y = at::addmm(y, at::mm(x, lora_a.t()), lora_b.t());
@@ -74,6 +126,9 @@ Decoder::Decoder(const CausalLM& model, int64_t capacity, int64_t kv_heads, int6
   slot_index_ = at::arange(capacity, at::TensorOptions().dtype(at::kLong).device(device_));
   for (const auto& p : model.parameters(true))
     weight_bytes_ += p.numel() * static_cast<int64_t>(p.element_size());
+  for (const auto& b : model.named_buffers(true))  // a 4-bit base's codes and absmax (QLoRA)
+    if (b.key().find("_nf4_") != std::string::npos)
+      weight_bytes_ += b.value().numel() * static_cast<int64_t>(b.value().element_size());
 }
 
 std::unique_ptr<Decoder> Decoder::create(CausalLM& model, int64_t capacity) {

@@ -15,9 +15,18 @@ namespace {
 using detail::has_param;
 using detail::param;
 
+// The module's 4-bit weight (QLoRA), or an undefined one for a plain projection.
+Nf4Weight nf4_of(const CausalLM& m, const std::string& name) {
+  auto modules = m.named_modules("", false);
+  const auto* module = modules.find(name);
+  const auto* linear = module != nullptr ? (*module)->as<LinearImpl>() : nullptr;
+  return linear != nullptr ? linear->nf4 : Nf4Weight{};
+}
+
 Projection linear(const CausalLM& m, const std::string& name) {
   Projection p;
-  p.weight = param(m, name + ".weight");
+  if (Nf4Weight w = nf4_of(m, name); w.defined()) p.nf4 = {detail::plain_absmax(w)};
+  else p.weight = param(m, name + ".weight");
   if (has_param(m, name + ".bias")) p.bias = param(m, name + ".bias");
   return p;
 }
@@ -25,12 +34,15 @@ Projection linear(const CausalLM& m, const std::string& name) {
 // Parts fused row-wise (q/k/v, gate/up): one weight, and one bias when the parts have them.
 Projection fused(const CausalLM& m, const std::vector<std::string>& names) {
   std::vector<at::Tensor> weights, biases;
+  std::vector<Nf4Weight> nf4;
   for (const auto& n : names) {
-    weights.push_back(param(m, n + ".weight"));
+    if (Nf4Weight w = nf4_of(m, n); w.defined()) nf4.push_back(std::move(w));
+    else weights.push_back(param(m, n + ".weight"));
     if (has_param(m, n + ".bias")) biases.push_back(param(m, n + ".bias"));
   }
   Projection p;
-  p.weight = detail::fuse_rows(weights);
+  if (!nf4.empty()) p.nf4 = detail::fuse_nf4_rows(nf4);
+  else p.weight = detail::fuse_rows(weights);
   if (!biases.empty()) p.bias = detail::fuse_rows(biases);
   return p;
 }
