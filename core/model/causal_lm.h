@@ -26,19 +26,19 @@ struct ForwardOptions {
   at::Tensor segment_ids;   // [B, T] int64: attention stays inside equal ids (packed examples); undefined: one
                             // example per row
   bool recompute_blocks = false;  // activation checkpointing: keep only each block's input, recompute in backward
+  // Selective activation checkpointing (Llama family; GPT-2 ignores it): the GEMM outputs are kept, and the
+  // LoRA adapters remake their inputs that are cheap memory-bound functions of kept tensors (the norms'
+  // outputs, SwiGLU's output, the attention output's merged copy) in backward instead of keeping them.
+  bool selective_checkpointing = false;
 };
 
 struct LoadOptions {
-  std::optional<at::ScalarType> dtype;  // unset: the checkpoint's own (dominant) dtype
-  at::Device device = at::kCPU;
-};
-
   LoadOptions() = default;
   // The common case, `{dtype, device}`, spelled as before the NF4 fields came.
   LoadOptions(std::optional<at::ScalarType> dtype_, at::Device device_ = at::kCPU)
       : dtype(dtype_), device(device_) {}
-class CausalLM : public torch::nn::Module {
- public:
+  std::optional<at::ScalarType> dtype;  // unset: the checkpoint's own (dominant) dtype
+  at::Device device = at::kCPU;
   // QLoRA: the decoder layers' projection weights (quant::should_quantize_nf4) are quantized to NF4 as they
   // are read, one at a time on `device`, and held in 4 bits; `dtype` is then the compute dtype. Llama family
   // only.
@@ -48,6 +48,10 @@ class CausalLM : public torch::nn::Module {
   // `notes` says why it was rebuilt.
   std::filesystem::path nf4_cache;
   std::function<void(const std::string&)> notes;
+};
+
+class CausalLM : public torch::nn::Module {
+ public:
   explicit CausalLM(ModelConfig config) : config_(std::move(config)) {}
   // input_ids: [B, T] int64 on the model's device. Returns logits [B, T, vocab] in the model's dtype.
   at::Tensor forward(const at::Tensor& input_ids) { return logits(hidden_states(input_ids, {})); }
@@ -76,14 +80,14 @@ at::Tensor recompute_in_backward(std::function<at::Tensor(const at::Tensor&)> bl
 // Builds the architecture named by the config, taking every parameter from `weights`.
 std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig& config, WeightProvider& weights);
 
-// Loads config.json and the safetensors weights of a Hugging Face model folder.
-std::shared_ptr<CausalLM> load_causal_lm(const std::filesystem::path& model_dir, const LoadOptions& options = {});
-
-// "cpu" / "cuda" / "cuda:1" and "fp32" / "bf16" / "fp16" as the CLI and the UI spell them; errors say what is
 // Replaces every NF4 projection (QLoRA) by its dequantized weights in the model's dtype, as a plain `weight`
 // parameter: the model's named_parameters() are then the checkpoint's keys again (export).
 void dequantize_nf4_base(CausalLM& model);
 
+// Loads config.json and the safetensors weights of a Hugging Face model folder.
+std::shared_ptr<CausalLM> load_causal_lm(const std::filesystem::path& model_dir, const LoadOptions& options = {});
+
+// "cpu" / "cuda" / "cuda:1" and "fp32" / "bf16" / "fp16" as the CLI and the UI spell them; errors say what is
 // wrong (e.g. CUDA asked for on a build or machine without it).
 at::Device parse_device(const std::string& text);
 at::ScalarType parse_dtype_name(const std::string& text);

@@ -1,7 +1,10 @@
 #include "fused_ops.h"
 
+#include <torch/csrc/autograd/custom_function.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <vector>
 
 #include "forja/error.h"
 
@@ -11,7 +14,6 @@
 #define FORJA_FUSED_OPS 1
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/csrc/autograd/custom_function.h>
 
 #include "forja_kernels/fused.h"
 #else
@@ -347,6 +349,29 @@ at::Tensor gelu_tanh(const at::Tensor& x) {
   return GeluTanhFn::apply(x);
 }
 
+at::Tensor cross_entropy_rows(const at::Tensor& logits, const at::Tensor& labels, int64_t ignore_index,
+                              double grad_scale, bool write_grad) {
+  check_applies({logits}, "cross_entropy_rows");
+  TORCH_CHECK(
+      logits.dim() == 2 && labels.dim() == 1 && labels.size(0) == logits.size(0) &&
+          labels.scalar_type() == at::kLong && labels.is_contiguous() && labels.device() == logits.device(),
+      "fused cross_entropy_rows: logits [rows, vocab] and contiguous int64 labels [rows] on one device");
+  const c10::cuda::CUDAGuard guard(logits.device());
+  at::Tensor loss = at::empty({logits.size(0)}, logits.options().dtype(at::kFloat));
+  ForjaCrossEntropy p{dtype_of(logits),
+                      logits.size(0),
+                      logits.size(1),
+                      ignore_index,
+                      static_cast<float>(grad_scale),
+                      write_grad ? 1 : 0,
+                      logits.data_ptr(),
+                      labels.data_ptr<int64_t>(),
+                      loss.data_ptr<float>(),
+                      nullptr};
+  check_launch(forja_fused_cross_entropy(&p, current_stream()), "cross entropy");
+  return loss;
+}
+
 #else  // the kernels are not in this build: asking for them fails loudly
 
 at::Tensor rms_norm(const at::Tensor&, const at::Tensor&, double) {
@@ -366,7 +391,92 @@ at::Tensor swiglu(const at::Tensor&, const at::Tensor&) {
 at::Tensor gelu_tanh(const at::Tensor&) {
   throw_not_compiled();
 }
+at::Tensor cross_entropy_rows(const at::Tensor&, const at::Tensor&, int64_t, double, bool) {
+  throw_not_compiled();
+}
 
 #endif
+
+namespace {
+
+struct Remake {
+  const c10::TensorImpl* value;
+  std::function<at::Tensor()> fn;
+};
+
+thread_local std::vector<Remake> t_remakes;
+
+const std::function<at::Tensor()>* find_remake(const at::Tensor& x) {
+  for (auto it = t_remakes.rbegin(); it != t_remakes.rend(); ++it)
+    if (it->value == x.unsafeGetTensorImpl()) return &it->fn;
+  return nullptr;
+}
+
+struct RemakeHolder : torch::CustomClassHolder {
+  std::function<at::Tensor()> fn;
+};
+
+// xa = x · aᵀ keeping, instead of x, the function that remakes it. Backward is the linear's: grad_x = g · a,
+// grad_a = gᵀ · x over the flattened tokens.
+struct LoraDownFn : torch::autograd::Function<LoraDownFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& a,
+                            c10::intrusive_ptr<RemakeHolder> remake) {
+    ctx->saved_data["remake"] = at::IValue::make_capsule(std::move(remake));
+    ctx->save_for_backward({a});
+    return at::linear(x, a);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const at::Tensor a = ctx->get_saved_variables()[0];
+    const at::Tensor& g = grads[0];
+    at::Tensor grad_x, grad_a;
+    if (ctx->needs_input_grad(0)) grad_x = at::matmul(g, a);
+    if (ctx->needs_input_grad(1)) {
+      auto holder = c10::static_intrusive_pointer_cast<RemakeHolder>(ctx->saved_data["remake"].toCapsule());
+      at::Tensor x;
+      {
+        const at::AutoGradMode grad_on(true);
+        x = holder->fn().detach();
+      }
+      grad_a = at::matmul(g.reshape({-1, g.size(-1)}).t(), x.reshape({-1, x.size(-1)}));
+    }
+    return {grad_x, grad_a, at::Tensor()};
+  }
+};
+
+}  // namespace
+
+RecomputableInput::RecomputableInput(const at::Tensor& value, std::function<at::Tensor()> remake) {
+  t_remakes.push_back({value.unsafeGetTensorImpl(), std::move(remake)});
+}
+
+RecomputableInput::~RecomputableInput() {
+  t_remakes.pop_back();
+}
+
+at::Tensor lora_add(const at::Tensor& base_out, const at::Tensor& x, const at::Tensor& a, const at::Tensor& b,
+                    double scale, double dropout_p) {
+  const at::ScalarType dt = x.scalar_type();
+  // Casting the fp32 masters to the activations' dtype is a differentiable op: the gradient reaches the
+  // masters in fp32. In fp32 the casts are no-ops and the maths is PEFT's, term for term.
+  const at::Tensor ad = a.scalar_type() == dt ? a : a.to(dt);
+  const at::Tensor bd = b.scalar_type() == dt ? b : b.to(dt);
+  at::Tensor xa;
+  const std::function<at::Tensor()>* remake = dropout_p > 0 ? nullptr : find_remake(x);
+  if (remake && at::GradMode::is_enabled() && ad.requires_grad()) {
+    auto holder = c10::make_intrusive<RemakeHolder>();
+    holder->fn = *remake;
+    xa = LoraDownFn::apply(x, ad, holder);
+  } else {
+    xa = at::linear(dropout_p > 0 ? at::dropout(x, dropout_p, /*train=*/true) : x, ad);
+  }
+  const int64_t out = base_out.size(-1);
+  // (No tokens: a [0, out] view cannot be spelled with -1.)
+  if (base_out.numel() == 0 || !base_out.is_contiguous() || base_out.scalar_type() != dt ||
+      base_out.numel() != xa.numel() / xa.size(-1) * out)
+    return base_out + at::linear(xa, bd) * scale;
+  base_out.view({-1, out}).addmm_(xa.reshape({-1, xa.size(-1)}), bd.t(), /*beta=*/1.0, /*alpha=*/scale);
+  return base_out;
+}
 
 }  // namespace forja::fused

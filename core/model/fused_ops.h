@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -54,5 +55,37 @@ at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
 
 // GELU with the tanh approximation (GPT-2's gelu_new). Saves x.
 at::Tensor gelu_tanh(const at::Tensor& x);
+
+// The softmax / cross-entropy half of the fused LM-head loss on one chunk (not an autograd operation; the
+// chunked loss in core/train/loss.cpp drives it): logits [rows, vocab] (fp32 or bf16, contiguous CUDA),
+// labels [rows] int64 on the same device. Returns the per-row loss in fp32 (0 where label == ignore_index);
+// with write_grad, overwrites `logits` with (softmax - onehot(label)) * grad_scale (zeros on ignored rows).
+at::Tensor cross_entropy_rows(const at::Tensor& logits, const at::Tensor& labels, int64_t ignore_index,
+                              double grad_scale, bool write_grad);
+
+// ---- LoRA's epilogue and selective activation checkpointing (plain LibTorch: CPU and CUDA alike)
+
+// base_out + (dropout(x) · aᵀ) · bᵀ · scale, with the second product accumulated straight into base_out by
+// the GEMM (addmm_ with beta = 1, alpha = scale): no [tokens, out] temporary and no extra pass over the
+// output. base_out is modified in place and returned; it must be a projection's fresh output, which no
+// backward needs (a linear's backward keeps its input and weight, not its output), so autograd's version
+// check holds. a [r, in] and b [out, r] are the fp32 masters, cast to x's dtype under autograd. dropout_p > 0
+// draws a mask on the LoRA branch only. A base_out that is not contiguous or not of x's dtype gets the
+// out-of-place sum.
+at::Tensor lora_add(const at::Tensor& base_out, const at::Tensor& x, const at::Tensor& a, const at::Tensor& b,
+                    double scale, double dropout_p);
+
+// Selective activation checkpointing. While one of these is alive on this thread, a LoRA adapter (lora_add)
+// whose input is exactly `value` does not keep that tensor for its backward but `remake`, which computes it
+// again from tensors the model keeps anyway (a norm's input, SwiGLU's gate and up): the cheap, memory-bound
+// op runs twice, the GEMMs once. remake must give the same values as the forward did (it runs with grad mode
+// on, as the forward did, and its result is detached).
+class RecomputableInput {
+ public:
+  RecomputableInput(const at::Tensor& value, std::function<at::Tensor()> remake);
+  ~RecomputableInput();
+  RecomputableInput(const RecomputableInput&) = delete;
+  RecomputableInput& operator=(const RecomputableInput&) = delete;
+};
 
 }  // namespace forja::fused

@@ -1,7 +1,9 @@
 #include "llama.h"
 
 #include <cmath>
+#include <optional>
 
+#include "fused_ops.h"
 #include "torch_compat.h"
 
 namespace forja {
@@ -12,13 +14,15 @@ LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, WeightProvider& w, 
       head_dim_(c.head_dim),
       sliding_window_(c.sliding_window.value_or(0)) {
   q_proj = register_module("q_proj", Linear(w, p + ".q_proj", c.hidden_size, heads_ * head_dim_, c.qkv_bias));
-  k_proj = register_module("k_proj", Linear(w, p + ".k_proj", c.hidden_size, kv_heads_ * head_dim_, c.qkv_bias));
-  v_proj = register_module("v_proj", Linear(w, p + ".v_proj", c.hidden_size, kv_heads_ * head_dim_, c.qkv_bias));
+  k_proj =
+      register_module("k_proj", Linear(w, p + ".k_proj", c.hidden_size, kv_heads_ * head_dim_, c.qkv_bias));
+  v_proj =
+      register_module("v_proj", Linear(w, p + ".v_proj", c.hidden_size, kv_heads_ * head_dim_, c.qkv_bias));
   o_proj = register_module("o_proj", Linear(w, p + ".o_proj", heads_ * head_dim_, c.hidden_size, c.o_bias));
 }
 
 at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
-                                       const at::Tensor& same_segment) {
+                                       const at::Tensor& same_segment, bool selective) {
   const int64_t b = x.size(0), t = x.size(1);
   at::Tensor q = q_proj->forward(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
   at::Tensor k = k_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
@@ -30,21 +34,37 @@ at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rope, 
   if (plain_causal && n_rep > 1) out = compat::causal_sdpa_gqa(q, k, v, 1.0 / std::sqrt(double(head_dim_)));
   if (!out.defined())
     out = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), sliding_window_, same_segment);
-  return o_proj->forward(out.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+  const int64_t width = heads_ * head_dim_;
+  at::Tensor merged = out.transpose(1, 2).reshape({b, t, width});
+  if (!selective) return o_proj->forward(merged);
+  // The attention keeps `out` for its own backward; the merged copy is one memory-bound pass away.
+  const fused::RecomputableInput keep(merged, [out, b, t, width] {
+    return out.transpose(1, 2).reshape({b, t, width});
+  });
+  return o_proj->forward(merged);
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const ModelConfig& c, WeightProvider& w, const std::string& p) {
-  gate_proj = register_module("gate_proj", Linear(w, p + ".gate_proj", c.hidden_size, c.intermediate_size, c.mlp_bias));
-  up_proj = register_module("up_proj", Linear(w, p + ".up_proj", c.hidden_size, c.intermediate_size, c.mlp_bias));
-  down_proj = register_module("down_proj", Linear(w, p + ".down_proj", c.intermediate_size, c.hidden_size, c.mlp_bias));
+  gate_proj = register_module("gate_proj",
+                              Linear(w, p + ".gate_proj", c.hidden_size, c.intermediate_size, c.mlp_bias));
+  up_proj =
+      register_module("up_proj", Linear(w, p + ".up_proj", c.hidden_size, c.intermediate_size, c.mlp_bias));
+  down_proj = register_module("down_proj",
+                              Linear(w, p + ".down_proj", c.intermediate_size, c.hidden_size, c.mlp_bias));
 }
 
-at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) {
-  return down_proj->forward(swiglu(gate_proj->forward(x), up_proj->forward(x)));
+at::Tensor LlamaMlpImpl::forward(const at::Tensor& x, bool selective) {
+  at::Tensor gate = gate_proj->forward(x), up = up_proj->forward(x);
+  at::Tensor act = swiglu(gate, up);
+  if (!selective) return down_proj->forward(act);
+  // swiglu keeps gate and up for its backward anyway; its output is remade from them.
+  const fused::RecomputableInput keep(act, [gate, up] { return swiglu(gate, up); });
+  return down_proj->forward(act);
 }
 
 LlamaBlockImpl::LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const std::string& p) {
-  input_layernorm = register_module("input_layernorm", RMSNorm(w, p + ".input_layernorm", c.hidden_size, c.norm_eps));
+  input_layernorm =
+      register_module("input_layernorm", RMSNorm(w, p + ".input_layernorm", c.hidden_size, c.norm_eps));
   self_attn = register_module("self_attn", LlamaAttention(c, w, p + ".self_attn"));
   post_attention_layernorm = register_module(
       "post_attention_layernorm", RMSNorm(w, p + ".post_attention_layernorm", c.hidden_size, c.norm_eps));
@@ -52,35 +72,51 @@ LlamaBlockImpl::LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const st
 }
 
 at::Tensor LlamaBlockImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
-                                   const at::Tensor& same_segment) {
-  auto [h, normed] = post_attention_layernorm->forward_with_residual(
-      x, self_attn->forward(input_layernorm->forward(x), rope, positions, same_segment));
-  return h + mlp->forward(normed);
+                                   const at::Tensor& same_segment, bool selective) {
+  at::Tensor attn;
+  {
+    at::Tensor normed = input_layernorm->forward(x);
+    // The norms keep their input (the residual stream) for their own backward; their output is remade from
+    // it.
+    std::optional<fused::RecomputableInput> keep;
+    if (selective) keep.emplace(normed, [norm = input_layernorm.get(), x] { return norm->forward(x); });
+    attn = self_attn->forward(normed, rope, positions, same_segment, selective);
+  }
+  at::Tensor h, normed;
+  std::tie(h, normed) = post_attention_layernorm->forward_with_residual(x, attn);
+  std::optional<fused::RecomputableInput> keep;
+  if (selective)
+    keep.emplace(normed, [norm = post_attention_layernorm.get(), h] { return norm->forward(h); });
+  return h + mlp->forward(normed, selective);
 }
 
 LlamaModel::LlamaModel(const ModelConfig& c, WeightProvider& w) : CausalLM(c), rope_(c.rope, c.head_dim) {
   body_ = register_module("model", std::make_shared<torch::nn::Module>());
-  embed_tokens_ = body_->register_module("embed_tokens", Embedding(w, "model.embed_tokens", c.vocab_size, c.hidden_size));
+  embed_tokens_ =
+      body_->register_module("embed_tokens", Embedding(w, "model.embed_tokens", c.vocab_size, c.hidden_size));
   layers_ = body_->register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_layers; ++i)
     layers_->push_back(LlamaBlock(c, w, "model.layers." + std::to_string(i)));
   norm_ = body_->register_module("norm", RMSNorm(w, "model.norm", c.hidden_size, c.norm_eps));
   // A checkpoint may carry lm_head.weight even when tied; the tie decides, as in transformers.
-  if (!c.tie_word_embeddings) lm_head_ = register_module("lm_head", Linear(w, "lm_head", c.hidden_size, c.vocab_size, false));
-  else if (w.has("lm_head.weight")) w.get("lm_head.weight", {c.vocab_size, c.hidden_size});
+  if (!c.tie_word_embeddings)
+    lm_head_ = register_module("lm_head", Linear(w, "lm_head", c.hidden_size, c.vocab_size, false));
+  else if (w.has("lm_head.weight"))
+    w.get("lm_head.weight", {c.vocab_size, c.hidden_size});
 }
 
 at::Tensor LlamaModel::hidden_states(const at::Tensor& input_ids, const ForwardOptions& options) {
   TORCH_CHECK(input_ids.dim() == 2, "input_ids must be [batch, seq]");
   const int64_t t = input_ids.size(1);
   at::Tensor positions = options.position_ids.defined() ? options.position_ids
-                                                         : at::arange(t, input_ids.options().dtype(at::kLong));
+                                                        : at::arange(t, input_ids.options().dtype(at::kLong));
   at::Tensor same_segment = options.segment_ids.defined() ? segment_mask(options.segment_ids) : at::Tensor();
   at::Tensor h = embed_tokens_->forward(input_ids);
   for (const auto& layer : *layers_) {
     auto* block = layer->as<LlamaBlock>();
-    auto run = [block, this, positions, same_segment](const at::Tensor& x) {
-      return block->forward(x, rope_, positions, same_segment);
+    auto run = [block, this, positions, same_segment,
+                selective = options.selective_checkpointing](const at::Tensor& x) {
+      return block->forward(x, rope_, positions, same_segment, selective);
     };
     h = options.recompute_blocks ? recompute_in_backward(run, h) : run(h);
   }

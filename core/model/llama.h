@@ -12,8 +12,10 @@ namespace forja {
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   LlamaAttentionImpl(const ModelConfig& c, WeightProvider& w, const std::string& prefix);
+  // selective: o_proj's LoRA keeps the attention output's [B, T, H·D] copy as a recipe
+  // (fused::RecomputableInput).
   at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
-                     const at::Tensor& same_segment);
+                     const at::Tensor& same_segment, bool selective = false);
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
@@ -24,7 +26,8 @@ TORCH_MODULE(LlamaAttention);
 class LlamaMlpImpl : public torch::nn::Module {
  public:
   LlamaMlpImpl(const ModelConfig& c, WeightProvider& w, const std::string& prefix);
-  at::Tensor forward(const at::Tensor& x);
+  // selective: down_proj's LoRA remakes silu(gate) * up in backward instead of keeping it.
+  at::Tensor forward(const at::Tensor& x, bool selective = false);
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 TORCH_MODULE(LlamaMlp);
@@ -32,8 +35,10 @@ TORCH_MODULE(LlamaMlp);
 class LlamaBlockImpl : public torch::nn::Module {
  public:
   LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const std::string& prefix);
+  // selective: selective activation checkpointing (ForwardOptions::selective_checkpointing); the LoRA
+  // adapters remake their inputs (the norms' outputs, SwiGLU's, the attention output's copy) in backward.
   at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
-                     const at::Tensor& same_segment);
+                     const at::Tensor& same_segment, bool selective = false);
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
@@ -44,7 +49,9 @@ class LlamaModel : public CausalLM {
  public:
   LlamaModel(const ModelConfig& c, WeightProvider& w);
   at::Tensor hidden_states(const at::Tensor& input_ids, const ForwardOptions& options) override;
-  const at::Tensor& head_weight() const override { return lm_head_ ? lm_head_->weight : embed_tokens_->weight; }
+  const at::Tensor& head_weight() const override {
+    return lm_head_ ? lm_head_->weight : embed_tokens_->weight;
+  }
 
  private:
   std::shared_ptr<torch::nn::Module> body_;  // "model": embed_tokens, layers, norm

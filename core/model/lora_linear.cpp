@@ -8,6 +8,7 @@
 
 #include "causal_lm.h"
 #include "forja/error.h"
+#include "fused_ops.h"
 #include "layers.h"
 
 namespace forja {
@@ -18,13 +19,8 @@ double lora_scale(const LoraOptions& o) {
 }
 
 at::Tensor LoraAdapter::add_to(const at::Tensor& base_out, const at::Tensor& x) const {
-  const at::ScalarType dt = x.scalar_type();
-  at::Tensor in = (training && dropout > 0) ? at::dropout(x, dropout, /*train=*/true) : x;
-  // Casting the fp32 masters to the activations' dtype is a differentiable op: the gradient reaches the
-  // masters in fp32. In fp32 the casts are no-ops and this is PEFT's expression, term for term.
-  at::Tensor a = lora_A.scalar_type() == dt ? lora_A : lora_A.to(dt);
-  at::Tensor b = lora_B.scalar_type() == dt ? lora_B : lora_B.to(dt);
-  return base_out + at::linear(at::linear(in, a), b) * scale;
+  // B's product is accumulated into the projection's own output (which is updated in place and returned).
+  return fused::lora_add(base_out, x, lora_A, lora_B, scale, training ? dropout : 0.0);
 }
 
 namespace {
@@ -140,14 +136,14 @@ void LoraAdapters::set_enabled(bool enabled) {
 void LoraAdapters::set_training(bool training) {
   for (auto& e : entries_) e.adapter->training = training;
 }
-    if (e.linear != nullptr && e.linear->nf4.defined()) {
-      e.linear->dequantize_weight(nf4_dtype);
-      e.base_weight = e.linear->weight;
-    }
 
 void LoraAdapters::merge_into_base(at::ScalarType nf4_dtype) {
   at::NoGradGuard no_grad;
   for (auto& e : entries_) {
+    if (e.linear != nullptr && e.linear->nf4.defined()) {
+      e.linear->dequantize_weight(nf4_dtype);
+      e.base_weight = e.linear->weight;
+    }
     // Delta in fp32, added in fp32, stored back in the base dtype (one rounding, as PEFT's merge does).
     at::Tensor delta = at::matmul(e.adapter->lora_B.detach(), e.adapter->lora_A.detach()) * e.adapter->scale;
     if (e.fan_in_fan_out) delta = delta.t();

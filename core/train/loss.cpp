@@ -5,43 +5,82 @@
 
 #include <algorithm>
 
+#include "fused_ops.h"
+
 namespace forja::train {
 namespace {
+
+constexpr int64_t kIgnoreIndex = -100;  // Hugging Face's label for positions that are not trained
+
+// One chunk of the LibTorch formulation (the reference, and the path off CUDA): the per-row losses from the
+// logits upcast to fp32; with want_grad, d(loss)/d(logits) = softmax - onehot (zero on ignored rows) in the
+// head's dtype, built in the fp32 logits' own memory.
+std::pair<at::Tensor, at::Tensor> chunk_stock(const at::Tensor& logits_in, const at::Tensor& y,
+                                              bool want_grad, at::ScalarType grad_dtype) {
+  at::Tensor logits = logits_in.to(at::kFloat);
+  at::Tensor lse = at::logsumexp(logits, -1);
+  at::Tensor valid = y.ne(kIgnoreIndex);
+  at::Tensor target = at::where(valid, y, at::zeros_like(y)).unsqueeze(1);
+  at::Tensor picked = logits.gather(1, target).squeeze(1);
+  at::Tensor rows = (lse - picked) * valid.to(at::kFloat);
+  if (!want_grad) return {rows, at::Tensor()};
+  at::Tensor g = logits.sub_(lse.unsqueeze(1)).exp_();
+  g.scatter_add_(1, target, at::full({y.size(0), 1}, -1.0, g.options()));
+  g.mul_(valid.to(at::kFloat).unsqueeze(1));
+  return {rows, g.to(grad_dtype)};
+}
 
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
                             const at::Tensor& head, const at::Tensor& labels, int64_t chunk_rows) {
     at::NoGradGuard no_grad;
-    const bool want_grad = hidden.requires_grad();
+    const bool want_hidden = hidden.requires_grad(), want_head = head.requires_grad();
+    const bool want_grad = want_hidden || want_head;
+    // The fused kernel takes the head-dtype logits as the GEMM wrote them and turns them into their gradient
+    // in place: no fp32 [chunk, vocab] copy, and one pass less over the chunk.
+    const bool kernel = fused::applies({hidden, head}) && labels.is_cuda();
+    const at::Tensor labels_c = labels.contiguous();
     const int64_t n = hidden.size(0);
     at::Tensor total = at::zeros({}, hidden.options().dtype(at::kFloat));
-    at::Tensor grad_hidden = want_grad ? at::empty_like(hidden) : at::Tensor();
+    at::Tensor grad_hidden = want_hidden ? at::empty_like(hidden) : at::Tensor();
+    at::Tensor grad_head =
+        want_head ? at::zeros(head.sizes(), head.options().dtype(at::kFloat)) : at::Tensor();
     for (int64_t begin = 0; begin < n; begin += chunk_rows) {
       const int64_t len = std::min(chunk_rows, n - begin);
       at::Tensor h = hidden.narrow(0, begin, len);
-      at::Tensor y = labels.narrow(0, begin, len);
-      at::Tensor logits = at::matmul(h, head.t()).to(at::kFloat);
-      at::Tensor lse = at::logsumexp(logits, -1);
-      at::Tensor valid = y.ne(-100);
-      at::Tensor target = at::where(valid, y, at::zeros_like(y)).unsqueeze(1);
-      at::Tensor picked = logits.gather(1, target).squeeze(1);
-      total.add_(((lse - picked) * valid.to(at::kFloat)).sum());
-      if (want_grad) {
-        // d(loss)/d(logits) = softmax - onehot(target), zero on ignored rows; reuse the logits' memory.
-        at::Tensor g = logits.sub_(lse.unsqueeze(1)).exp_();
-        g.scatter_add_(1, target, at::full({len, 1}, -1.0, g.options()));
-        g.mul_(valid.to(at::kFloat).unsqueeze(1));
-        grad_hidden.narrow(0, begin, len).copy_(at::matmul(g.to(head.scalar_type()), head));
+      at::Tensor y = labels_c.narrow(0, begin, len);
+      at::Tensor logits = at::matmul(h, head.t());
+      at::Tensor rows, g;
+      if (kernel) {
+        rows = fused::cross_entropy_rows(logits, y, kIgnoreIndex, 1.0, want_grad);
+        g = want_grad ? logits : at::Tensor();
+      } else {
+        std::tie(rows, g) = chunk_stock(logits, y, want_grad, head.scalar_type());
       }
+      total.add_(rows.sum());
+      if (want_hidden) {
+        at::Tensor out = grad_hidden.narrow(0, begin, len);
+        if (out.is_contiguous())
+          at::mm_out(out, g, head);
+        else
+          out.copy_(at::matmul(g, head));
+      }
+      if (want_head) grad_head.add_(at::matmul(g.t(), h).to(at::kFloat));
     }
-    if (want_grad) ctx->save_for_backward({grad_hidden});
+    if (want_grad) ctx->save_for_backward({grad_hidden, grad_head});
+    ctx->saved_data["head_dtype"] = head.scalar_type();
     return total;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    at::Tensor grad_hidden = ctx->get_saved_variables()[0];
-    return {grad_hidden * grads[0].to(grad_hidden.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor()};
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    const at::Tensor& grad_hidden = saved[0];
+    const at::Tensor& grad_head = saved[1];
+    at::Tensor dh, dw;
+    if (grad_hidden.defined()) dh = grad_hidden * grads[0].to(grad_hidden.scalar_type());
+    if (grad_head.defined()) dw = (grad_head * grads[0]).to(ctx->saved_data["head_dtype"].toScalarType());
+    return {dh, dw, at::Tensor(), at::Tensor()};
   }
 };
 

@@ -176,6 +176,7 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
     load_peft_weights(*adapters, config.init_adapter);  // a resumed run then loads its checkpoint over it
   }
   Trainer trainer(*model, *adapters, config.optimizer, config.max_steps, config.activation_checkpointing);
+  trainer.set_selective_checkpointing(config.selective_checkpointing);
 
   const fs::path out = config.output_dir;
   const fs::path ckpt_root = out / "checkpoints";

@@ -56,6 +56,7 @@ at::Tensor Trainer::loss_sum(const BatchTensors& t, bool recompute) {
   fo.position_ids = t.position_ids;
   fo.segment_ids = t.segment_ids;
   fo.recompute_blocks = recompute;
+  fo.selective_checkpointing = selective_;
   at::Tensor h = model_.hidden_states(t.input_ids, fo);
   return linear_cross_entropy_sum(h.reshape({-1, h.size(-1)}), model_.head_weight(), t.labels.reshape({-1}),
                                   chunk_rows_);

@@ -50,6 +50,9 @@ class Trainer {
   // Activation checkpointing on or off from the next step (the out-of-memory probe tries both).
   void set_recompute(bool on) { recompute_ = on; }
   bool recompute() const { return recompute_; }
+  // Selective activation checkpointing (ForwardOptions::selective_checkpointing): cheap ops recomputed, GEMMs not.
+  void set_selective_checkpointing(bool on) { selective_ = on; }
+  bool selective_checkpointing() const { return selective_; }
 
   int64_t steps_done() const { return optimizer_.steps(); }
   AdamW& optimizer() { return optimizer_; }
@@ -63,6 +66,7 @@ class Trainer {
   AdamW optimizer_;
   int64_t total_steps_;
   bool recompute_;
+  bool selective_ = false;
   int64_t chunk_rows_;
 };
 

@@ -248,3 +248,46 @@ const char* forja_fused_gelu_tanh_backward_ref(const ForjaGeluBackward* p) {
 }
 
 }  // extern "C"
+
+extern "C" {
+
+const char* forja_fused_cross_entropy_check(const ForjaCrossEntropy* p) {
+  if (!p) return "cross entropy: null params";
+  if (!valid_dtype(p->dtype)) return "cross entropy: dtype must be FORJA_FUSED_F32 or FORJA_FUSED_BF16";
+  if (p->rows < 0 || p->vocab < 1) return "cross entropy: rows must be >= 0 and vocab >= 1";
+  if (!std::isfinite(p->grad_scale)) return "cross entropy: grad_scale must be finite";
+  if (p->rows > 0 && (!p->logits || !p->labels || !p->loss))
+    return "cross entropy: logits, labels and loss are required";
+  return nullptr;
+}
+
+const char* forja_fused_cross_entropy_ref(const ForjaCrossEntropy* p) {
+  if (const char* err = forja_fused_cross_entropy_check(p)) return err;
+  const ForjaFusedDType d = p->dtype;
+  for (int64_t r = 0; r < p->rows; ++r) {
+    const int64_t base = r * p->vocab, label = p->labels[r];
+    const bool ignored = label == p->ignore_index;
+    const bool in_range = label >= 0 && label < p->vocab;
+    double max = -INFINITY;
+    for (int64_t c = 0; c < p->vocab; ++c) max = std::fmax(max, load(d, p->logits, base + c));
+    double sum = 0;
+    for (int64_t c = 0; c < p->vocab; ++c) sum += std::exp(load(d, p->logits, base + c) - max);
+    const double lse = max + std::log(sum);
+    if (p->lse) p->lse[r] = static_cast<float>(lse);
+    double loss = 0;
+    if (!ignored) loss = in_range ? lse - load(d, p->logits, base + label) : NAN;
+    p->loss[r] = static_cast<float>(loss);
+    if (!p->write_grad) continue;
+    for (int64_t c = 0; c < p->vocab; ++c) {
+      double g = 0;
+      if (!ignored) {
+        g = in_range ? std::exp(load(d, p->logits, base + c) - lse) - (c == label ? 1.0 : 0.0) : NAN;
+        g *= p->grad_scale;
+      }
+      store(d, p->logits, base + c, g);  // column c is read above before it is overwritten here
+    }
+  }
+  return nullptr;
+}
+
+}  // extern "C"

@@ -1,5 +1,6 @@
 /* Forja's fused Llama/GPT-2 layer kernels (issue 9): RMSNorm with the residual add, rotary embedding, SwiGLU
- * and GELU-tanh, forward and backward, in fp32 and bf16 with fp32 arithmetic inside.
+ * and GELU-tanh, forward and backward, and the softmax / cross-entropy half of the fused LM-head loss, in
+ * fp32 and bf16 with fp32 arithmetic inside.
  *
  * A plain C API: one param struct per kernel, raw pointers to contiguous row-major buffers, and a CUDA
  * stream. Every CUDA launcher has a CPU reference with the same struct and host pointers
@@ -118,6 +119,26 @@ typedef struct ForjaGeluBackward {
   void* dx; /* may be the same buffer as dy */
 } ForjaGeluBackward;
 
+/* ---- Cross-entropy over one chunk of logits, with its gradient written in place
+ * ------------------------------------------------------------------------------------------------ The
+ * softmax half of a fused linear + cross-entropy: the caller computes logits = hidden_chunk · Wᵀ (a GEMM),
+ * this computes, per row, lse = logsumexp(logits), loss = lse - logits[label] (0 where label ==
+ * ignore_index), and, when write_grad, overwrites the logits with d_logits = (softmax - onehot(label)) *
+ * grad_scale (zeros on ignored rows), ready for grad_hidden_chunk = d_logits · W. So no [rows, vocab] fp32
+ * tensor ever exists. A label outside [0, vocab) that is not ignore_index gives a NaN loss (and a NaN
+ * gradient row). */
+typedef struct ForjaCrossEntropy {
+  ForjaFusedDType dtype; /* of logits */
+  int64_t rows, vocab;   /* any rows >= 0, vocab >= 1 */
+  int64_t ignore_index;  /* -100 in Hugging Face's convention */
+  float grad_scale;      /* multiplies the gradient (e.g. 1 / non-ignored rows for a mean) */
+  int write_grad;        /* nonzero: overwrite logits with d_logits; zero: logits are only read */
+  void* logits;          /* [rows, vocab] contiguous, in (and out when write_grad) */
+  const int64_t* labels; /* [rows] */
+  float* loss;           /* [rows] out: per-row loss, 0 on ignored rows */
+  float* lse;            /* [rows] out: the row's logsumexp, or NULL */
+} ForjaCrossEntropy;
+
 /* CUDA launchers (forja_kernels_fused, built with FORJA_CUDA_KERNELS): device pointers. */
 const char* forja_fused_rmsnorm_forward(const ForjaRmsNormForward* p, cudaStream_t stream);
 const char* forja_fused_rmsnorm_backward(const ForjaRmsNormBackward* p, cudaStream_t stream);
@@ -127,6 +148,7 @@ const char* forja_fused_swiglu_forward(const ForjaSwigluForward* p, cudaStream_t
 const char* forja_fused_swiglu_backward(const ForjaSwigluBackward* p, cudaStream_t stream);
 const char* forja_fused_gelu_tanh_forward(const ForjaGeluForward* p, cudaStream_t stream);
 const char* forja_fused_gelu_tanh_backward(const ForjaGeluBackward* p, cudaStream_t stream);
+const char* forja_fused_cross_entropy(const ForjaCrossEntropy* p, cudaStream_t stream);
 
 /* CPU references (forja_kernels_fused_ref, always built): host pointers, the same structs. */
 const char* forja_fused_rmsnorm_forward_ref(const ForjaRmsNormForward* p);
@@ -137,6 +159,7 @@ const char* forja_fused_swiglu_forward_ref(const ForjaSwigluForward* p);
 const char* forja_fused_swiglu_backward_ref(const ForjaSwigluBackward* p);
 const char* forja_fused_gelu_tanh_forward_ref(const ForjaGeluForward* p);
 const char* forja_fused_gelu_tanh_backward_ref(const ForjaGeluBackward* p);
+const char* forja_fused_cross_entropy_ref(const ForjaCrossEntropy* p);
 
 /* Argument checks shared by the launchers and the references (NULL when the struct is usable). */
 const char* forja_fused_rmsnorm_forward_check(const ForjaRmsNormForward* p);
@@ -146,6 +169,7 @@ const char* forja_fused_swiglu_forward_check(const ForjaSwigluForward* p);
 const char* forja_fused_swiglu_backward_check(const ForjaSwigluBackward* p);
 const char* forja_fused_gelu_forward_check(const ForjaGeluForward* p);
 const char* forja_fused_gelu_backward_check(const ForjaGeluBackward* p);
+const char* forja_fused_cross_entropy_check(const ForjaCrossEntropy* p);
 
 /* bf16 <-> fp32 on the host: the top half of the fp32 pattern, rounded to nearest even (NaN stays NaN). */
 static inline float forja_bf16_to_float(uint16_t v) {
