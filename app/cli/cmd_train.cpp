@@ -4,10 +4,15 @@
 // and reads them). SIGINT / SIGTERM pause the run: it checkpoints and exits 0, and the same command resumes
 // it. The run, its metrics and checkpoints go into the run journal (the window's Runs pane): the default one,
 // or --journal PATH; <output_dir>/journal.json remembers which row is this run's, so a resume continues it.
+// --nproc N (CPU, Gloo) or --gpus N (one GPU each, NCCL) trains data-parallel: this process starts N workers
+// (itself, with torchrun's RANK / WORLD_SIZE / ... environment; --nnodes, --node-rank, --master-addr and
+// --master-port as torchrun means them) and watches them. Each step then takes batch_size × grad_accum × N
+// examples; rank 0 prints, keeps the journal and writes checkpoints and the adapter.
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -22,6 +27,11 @@
 #include "run.h"
 #if FORJA_HAS_STORE
 #include "forja/journal.h"
+#endif
+#include "data_parallel.h"
+#if FORJA_HAS_DIST
+#include "dist.h"
+#include "launcher.h"
 #endif
 
 namespace {
@@ -178,17 +188,96 @@ class RunJournal {
   Say say_;
 };
 
+#if FORJA_HAS_DIST
+int count_option(const forja::cli::Args& args, const char* name, int fallback, int lowest) {
+  const auto v = args.option(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || n < lowest || n > 65535)
+    throw forja::Error(std::string("--") + name + " " + *v + " is not a count of at least " +
+                       std::to_string(lowest));
+  return static_cast<int>(n);
+}
+#endif
+
+// --nproc / --gpus: start the workers and wait for them.
+int launch_training(const forja::cli::Args& args, const std::string& config_path) {
+#if FORJA_HAS_DIST
+  forja::dist::LaunchOptions o;
+  o.gpus = args.option("gpus").has_value();
+  if (o.gpus && args.option("nproc")) throw forja::Error("--nproc and --gpus exclude each other");
+  o.nproc = count_option(args, o.gpus ? "gpus" : "nproc", 1, 1);
+  if (o.gpus && !forja::dist::has_nccl())
+    throw forja::Error(
+        "this build of forja-cli has no NCCL process group, so --gpus cannot be used",
+        "Build with a LibTorch that has CUDA and NCCL's headers, or train on CPUs with --nproc.");
+  o.nnodes = count_option(args, "nnodes", 1, 1);
+  o.node_rank = count_option(args, "node-rank", 0, 0);
+  o.master_addr = args.option_or("master-addr", "127.0.0.1");
+  o.master_port = count_option(args, "master-port", 0, 1);
+  o.program = std::filesystem::read_symlink("/proc/self/exe").string();
+  o.args = {"train", config_path};
+  for (const char* f : {"json-progress", "no-journal"})
+    if (args.flag(f)) o.args.push_back(std::string("--") + f);
+  if (const auto j = args.option("journal")) o.args.insert(o.args.end(), {"--journal", *j});
+  o.stop = &g_stop;
+  o.on_message = [](const std::string& m) { std::fprintf(stderr, "forja-cli train: %s\n", m.c_str()); };
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  const forja::dist::LaunchResult r = forja::dist::launch_workers(o);
+  if (r.ok()) return 0;
+  const std::string report = r.report();
+  throw forja::Error(
+      "the run stopped: " + report.substr(0, report.find('\n')) +
+          (report.find('\n') + 1 < report.size() ? "\n" + report.substr(report.find('\n') + 1) : ""),
+      "Rank 0 keeps the last completed step's checkpoint under the output folder's checkpoints/ "
+      "(unless rank 0 itself failed: then the last periodic one); the same command resumes.");
+#else
+  (void)args;
+  (void)config_path;
+  throw forja::Error(
+      "this build of forja-cli has no torch.distributed (c10d with Gloo), so --nproc and --gpus "
+      "cannot be used",
+      "On Debian install libgloo-dev and build again.");
+#endif
+}
+
 int run_train(forja::cli::Args& args) {
-  args.reject_unknown({"journal"});
+  args.reject_unknown({"journal", "nproc", "gpus", "nnodes", "node-rank", "master-addr", "master-port"});
   const std::string path = args.positional(0, "<config.json|yaml>");
   const bool json_progress = args.flag("json-progress");
   const bool no_journal = args.flag("no-journal");
   const bool tty = !json_progress && isatty(fileno(stdout));
   forja::TrainConfig config = forja::train_config_from_text(forja::read_text_file(path), path);
+  if (args.option("nproc") || args.option("gpus")) return launch_training(args, path);
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   forja::train::RunHooks hooks;
+  // A worker of a data-parallel run (started by --nproc / --gpus, or by hand with torchrun's variables).
+  std::unique_ptr<forja::train::DataParallel> data_parallel;
+#if FORJA_HAS_DIST
+  if (const auto env = forja::dist::dist_env_from_environment()) {
+    const char* backend = std::getenv("FORJA_DIST_BACKEND");
+    const bool nccl = backend ? std::string(backend) == "nccl" : config.device.rfind("cuda", 0) == 0;
+    if (nccl)
+      config.device = "cuda:" + std::to_string(env->local_rank);
+    else if (config.device == "auto")
+      config.device = "cpu";
+    data_parallel =
+        forja::dist::connect(*env, nccl ? forja::dist::Backend::Nccl : forja::dist::Backend::Gloo);
+    hooks.data_parallel = data_parallel.get();
+  }
+#endif
+  // The other ranks train in silence: rank 0 speaks for the run (their errors still reach stderr).
+  if (data_parallel && data_parallel->rank() != 0) {
+    hooks.on_progress = [](const forja::TrainProgress&) {
+      return g_stop.load() ? forja::TrainControl::Pause : forja::TrainControl::Continue;
+    };
+    forja::train::run_training_from_files(config, hooks);
+    return 0;
+  }
   hooks.on_message = [&](const std::string& m) {
     if (json_progress)
       emit({{"event", "message"}, {"text", m}});
@@ -262,6 +351,8 @@ int run_train(forja::cli::Args& args) {
 
 }  // namespace
 
-FORJA_CLI_COMMAND(train, "Fine-tune a model with LoRA, headless (resumes from its last checkpoint)",
-                  "train <config.json|yaml> [--json-progress] [--journal PATH | --no-journal]", run_train,
-                  {"json-progress", "no-journal"});
+FORJA_CLI_COMMAND(
+    train, "Fine-tune a model with LoRA, headless (resumes from its last checkpoint)",
+    "train <config.json|yaml> [--json-progress] [--journal PATH | --no-journal] [--nproc N | --gpus N "
+    "[--nnodes N --node-rank R --master-addr HOST --master-port PORT]]",
+    run_train, {"json-progress", "no-journal"});

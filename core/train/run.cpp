@@ -9,6 +9,7 @@
 
 #include <c10/util/Exception.h>
 #include "causal_lm.h"
+#include "data_parallel.h"
 #include "dataset_source.h"
 #include "env/torch_facts.h"
 
@@ -30,13 +31,16 @@ namespace {
 // The settings that decide what a step computes: a checkpoint may only be resumed by a config that agrees on
 // all of them (how often to checkpoint or evaluate may change).
 // The micro-batch split (batch_size × grad_accum at the same product) and activation checkpointing may
-// change (and selective checkpointing): that is what the out-of-memory advice asks for, and the data cursor counts examples, not batches.
+// change (and selective checkpointing): that is what the out-of-memory advice asks for, and the data cursor
+// counts examples, not batches. So may the number of data-parallel processes ("world_size", written by such
+// runs only) at the same global batch.
 nlohmann::json resume_relevant(const std::string& config_json) {
   nlohmann::json j = nlohmann::json::parse(config_json);
-  j["global_batch"] = j.value("batch_size", int64_t{0}) * j.value("grad_accum", int64_t{1});
-  for (const char* k : {"checkpoint_every", "keep_checkpoints", "eval_every", "early_stopping_patience",
-                        "early_stopping_min_delta", "output_dir", "device", "batch_size", "grad_accum",
-                        "activation_checkpointing", "selective_checkpointing"})
+  j["global_batch"] = j.value("batch_size", int64_t{0}) * j.value("grad_accum", int64_t{1}) *
+                      j.value("world_size", int64_t{1});
+  for (const char* k : {"world_size", "checkpoint_every", "keep_checkpoints", "eval_every",
+                        "early_stopping_patience", "early_stopping_min_delta", "output_dir", "device",
+                        "batch_size", "grad_accum", "activation_checkpointing", "selective_checkpointing"})
     j.erase(k);
   return j;
 }
@@ -148,14 +152,33 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
   auto say = [&](const std::string& m) {
     if (hooks.on_message) hooks.on_message(m);
   };
-  const std::string config_json = train_config_to_json(config);
+  DataParallel* dp = hooks.data_parallel;
+  const int world = dp ? dp->world_size() : 1;
+  const bool writes = !dp || dp->rank() == 0;  // checkpoints and the adapter
+  const std::string config_json = [&] {
+    std::string j = train_config_to_json(config);
+    if (world == 1) return j;
+    nlohmann::json with_world = nlohmann::json::parse(j);
+    with_world["world_size"] = world;
+    return with_world.dump(2);
+  }();
   const at::Device device = config.device == "auto" ? (torch::cuda::is_available() ? at::Device(at::kCUDA, 0)
                                                                                    : at::Device(at::kCPU))
                                                     : parse_device(config.device);
   const at::ScalarType dtype = config.dtype == "auto" ? (device.is_cuda() ? at::kBFloat16 : at::kFloat)
                                                       : parse_dtype_name(config.dtype);
   at::manual_seed(config.seed);
-  auto model = load_causal_lm(config.model_dir, {dtype, device});
+  LoadOptions load{dtype, device};
+  if (config.base_quant == "nf4") {
+    // QLoRA: the projections in 4 bits, computed in `dtype` (bf16 on CUDA, fp32 on the CPU).
+    if (dtype != at::kFloat && dtype != at::kBFloat16)
+      throw Error("base_quant = nf4 computes in fp32 or bf16, not " + config.dtype,
+                  "Set dtype to auto, bf16 or fp32.");
+    load.nf4 = quant::Nf4Options{};
+    load.nf4->double_quant = config.nf4_double_quant;
+    load.notes = say;
+  }
+  auto model = load_causal_lm(config.model_dir, load);
   LoraOptions lo;
   lo.rank = config.lora.rank;
   lo.alpha = config.lora.alpha;
@@ -203,8 +226,12 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
       say("resumed from " + latest->string() + " at step " + std::to_string(saved.step));
     }
   }
+  // The same seed gives every rank the same adapters, and each resumes from the same checkpoint; rank 0's
+  // copy makes that certain (and is the first collective: every rank has loaded its model by then).
+  if (dp) copy_from_rank0(*dp, adapters->parameters());
 
   auto checkpoint = [&]() {
+    if (!writes) return std::string();
     state.data_cursor = data.cursor();
     fs::path p = save_run_checkpoint(ckpt_root, *adapters, trainer.optimizer(), state, config.model_dir,
                                      config.keep_checkpoints);
@@ -220,11 +247,28 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
     const auto t0 = Clock::now();
     const std::string cursor_before = data.cursor();
     std::vector<Batch> micro;
-    for (int64_t i = 0; i < config.grad_accum; ++i) micro.push_back(data.next());
+    for (int64_t i = 0; i < config.grad_accum * world; ++i) micro.push_back(data.next());
+    // A data-parallel step that fails on this rank (out of memory, a peer gone, a collective timed out) ends
+    // the run: rank 0 keeps a checkpoint of the last completed step, the others just stop.
+    auto stop_on_failure = [&](const std::exception& e, bool step_applied) {
+      trainer.optimizer().zero_grad();
+      if (!step_applied) data.seek(cursor_before);
+      const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+      std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
+      what = what.substr(0, what.find('\n'));
+      std::string kept;
+      if (writes && state.step > first_step && saved_at.empty()) kept = checkpoint();
+      if (writes && kept.empty()) kept = result.last_checkpoint;
+      throw Error(
+          "rank " + std::to_string(dp->rank()) + " of " + std::to_string(world) + " stopped at step " +
+              std::to_string(state.step + (step_applied ? 0 : 1)) + ": " + what,
+          kept.empty() ? "" : "The last completed step is in " + kept + "; run the same command to resume.");
+    };
     StepStats s;
     try {
-      s = trainer.backward(micro);
+      s = dp ? data_parallel_backward(trainer, *dp, micro) : trainer.backward(micro);
     } catch (const c10::OutOfMemoryError& e) {
+      if (dp) stop_on_failure(e, false);
       // Nothing of this step was applied: the checkpoint holds the steps before it, with the data cursor
       // before its batches, so a resume redoes exactly this step.
       trainer.optimizer().zero_grad();
@@ -238,6 +282,9 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
       result.outcome = TrainOutcome::Paused;
       result.steps_done = state.step;
       return result;
+    } catch (const std::exception& e) {
+      if (!dp) throw;
+      stop_on_failure(e, false);
     }
     trainer.update(s);
     if (device.is_cuda()) torch::cuda::synchronize();
@@ -274,6 +321,14 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
     if (config.checkpoint_every > 0 && state.step % config.checkpoint_every == 0) saved_at = checkpoint();
     p.checkpoint = saved_at;
     TrainControl control = hooks.on_progress ? hooks.on_progress(p) : TrainControl::Continue;
+    if (dp) {
+      try {
+        control = static_cast<TrainControl>(
+            agree_on_max(*dp, static_cast<int>(control), static_cast<int>(TrainControl::Cancel)));
+      } catch (const std::exception& e) {
+        stop_on_failure(e, true);
+      }
+    }
     if (stop_early) {
       result.outcome = TrainOutcome::EarlyStopped;
       say("early stopping: eval loss has not improved for " +
@@ -287,7 +342,7 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
   }
   if (saved_at.empty() && state.step > first_step) checkpoint();
   result.steps_done = state.step;
-  if (result.outcome == TrainOutcome::Finished || result.outcome == TrainOutcome::EarlyStopped) {
+  if (writes && (result.outcome == TrainOutcome::Finished || result.outcome == TrainOutcome::EarlyStopped)) {
     save_peft_adapter(*adapters, out / "adapter", config.model_dir);
     result.adapter_dir = (out / "adapter").string();
   }

@@ -15,9 +15,15 @@
 
 namespace forja::train {
 
+class DataParallel;
+
 struct RunHooks {
   TrainCallback on_progress;                           // per optimizer step; may pause or cancel
   std::function<void(const std::string&)> on_message;  // resumed from…, skipped a damaged checkpoint, …
+  // One rank of a data-parallel run (data_parallel.h), or null. Each step then draws grad_accum × world
+  // micro-batches (the global batch), forwards this rank's share and sums the gradients over the ranks; only
+  // rank 0 writes checkpoints and the adapter. Pause and cancel take effect when any rank asks for them.
+  DataParallel* data_parallel = nullptr;
 };
 
 TrainResult run_training(const TrainConfig& config, BatchSource& train_data,

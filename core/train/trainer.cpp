@@ -84,14 +84,15 @@ void maybe_inject_out_of_memory(const Batch& b, bool recompute) {
 
 }  // namespace
 
-StepStats Trainer::backward(const std::vector<Batch>& micro_batches) {
+StepStats Trainer::backward(const std::vector<Batch>& micro_batches, int64_t step_loss_tokens) {
   if (micro_batches.empty()) throw Error("an optimizer step needs at least one micro-batch");
   StepStats s;
   for (const auto& b : micro_batches) {
     s.tokens += b.rows * b.seq_len;
     for (int32_t l : b.labels) s.loss_tokens += l != kIgnoreIndex;
   }
-  const double denom = static_cast<double>(std::max<int64_t>(1, s.loss_tokens));
+  const double denom =
+      static_cast<double>(step_loss_tokens > 0 ? step_loss_tokens : std::max<int64_t>(1, s.loss_tokens));
   adapters_.set_training(true);
   // Summed on the device: one synchronisation per step, not per micro-batch.
   at::Tensor total = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(model_.device()));

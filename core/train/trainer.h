@@ -41,8 +41,9 @@ class Trainer {
   // backward() then update().
   StepStats step(const std::vector<Batch>& micro_batches);
   // Forward and backward over all micro-batches: the adapters' .grad() hold the step's gradient (tests
-  // compare it with PEFT's before update() clips it).
-  StepStats backward(const std::vector<Batch>& micro_batches);
+  // compare it with PEFT's before update() clips it). `step_loss_tokens` > 0 normalises by that count instead
+  // of these micro-batches' own: a data-parallel rank forwards part of a step whose loss tokens it passes.
+  StepStats backward(const std::vector<Batch>& micro_batches, int64_t step_loss_tokens = 0);
   // Clip, AdamW update at this step's learning rate, zero the gradients; fills grad_norm and learning_rate.
   void update(StepStats& stats);
   // Mean cross-entropy over all loss tokens of `batches`, without gradients or dropout.
