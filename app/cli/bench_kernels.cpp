@@ -147,6 +147,19 @@ std::vector<Row> bench_shape(const Shape& s, ForjaFusedDType dtype, int64_t toke
   ForjaGeluBackward gb{dtype, inter_n, a.get(), b.get(), c.get()};
   add("gelu-tanh bwd", act * 3.0 * inter_n,
       [&] { launch_check(forja_fused_gelu_tanh_backward(&gb, nullptr), "gelu backward"); });
+
+  // The LM-head loss's softmax / cross-entropy kernel over one chunk of logits as core/train/loss.cpp makes
+  // it (loss_chunk_rows: 256 MiB of fp32 logits, 2048 rows at both shapes' 32000-token vocabulary), gradient
+  // written in place: the chunk read once and written once, plus labels and losses. Labels 0 (valid rows).
+  constexpr int64_t kVocab = 32000;
+  const int64_t ce_rows = std::min<int64_t>(tokens, (int64_t{256} << 20) / (kVocab * 4));
+  Buffer logits(static_cast<size_t>(ce_rows * kVocab) * es), labels(ce_rows * 8), losses(ce_rows * 4);
+  cuda_check(cudaMemset(labels.get(), 0, ce_rows * 8), "cudaMemset");
+  ForjaCrossEntropy ce{dtype,        ce_rows, kVocab,       -100,
+                       1.0f,         1,       logits.get(), static_cast<const int64_t*>(labels.get()),
+                       losses.f32(), nullptr};
+  add("cross-entropy + grad", act * 2.0 * ce_rows * kVocab + 12.0 * ce_rows,
+      [&] { launch_check(forja_fused_cross_entropy(&ce, nullptr), "cross entropy"); });
   cuda_check(cudaDeviceSynchronize(), "kernels");
   return rows;
 }

@@ -1,5 +1,5 @@
 // forja-cli bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--warmup 3]
-//                       [--recompute off|on] [--json]
+//                       [--recompute off|on|selective] [--json]
 // LoRA training throughput at a real model shape without its weights: random bf16 weights (RandomWeights),
 // LoRA r16 alpha32 on all 7 projections, random tokens trained on every position, AdamW — the settings of
 // bench/hf_peft_baseline.py, so that bench/train_bench.sh can put both numbers side by side.
@@ -57,7 +57,11 @@ int run_bench_train(forja::cli::Args& args) {
   const int64_t seq = std::stoll(args.option_or("seq", "1024"));
   const int64_t steps = std::stoll(args.option_or("steps", "10"));
   const int64_t warmup = std::stoll(args.option_or("warmup", "3"));
-  const bool recompute = args.option_or("recompute", "off") == "on";
+  const std::string recompute_mode = args.option_or("recompute", "off");
+  if (recompute_mode != "off" && recompute_mode != "on" && recompute_mode != "selective")
+    throw forja::Error("--recompute takes off, on or selective, got '" + recompute_mode + "'");
+  const bool recompute = recompute_mode == "on";
+  const bool selective = recompute_mode == "selective";  // selective activation checkpointing
   const at::Device device = forja::parse_device(args.option_or("device", "cuda"));
   const at::ScalarType dtype = device.is_cuda() ? at::kBFloat16 : at::kFloat;
 
@@ -72,6 +76,7 @@ int run_bench_train(forja::cli::Args& args) {
   opt.max_grad_norm = 0;    // the baseline does not clip (the norm is still measured)
   opt.schedule = forja::LrSchedule::Constant;
   forja::train::Trainer trainer(*model, *adapters, opt, warmup + steps, recompute);
+  trainer.set_selective_checkpointing(selective);
 
   std::mt19937_64 rng(0);
   forja::Batch b = random_batch(batch, seq, config.vocab_size, rng);
@@ -94,6 +99,7 @@ int run_bench_train(forja::cli::Args& args) {
     nlohmann::ordered_json j = {{"bench", "train"},         {"shape", shape},
                                 {"batch", batch},           {"seq", seq},
                                 {"steps", steps},           {"recompute", recompute},
+                                {"selective_checkpointing", selective},
                                 {"step_s", step_s},         {"tokens_per_s", tok_s},
                                 {"peak_gib", peak_gib},     {"lora_params", adapters->parameter_count()},
                                 {"loss_first", first_loss}, {"loss_last", last_loss}};
@@ -112,5 +118,5 @@ int run_bench_train(forja::cli::Args& args) {
 
 FORJA_BENCH(
     train, "LoRA training tokens/s and peak GPU memory at a real shape (random weights)",
-    "bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--recompute on] [--json]",
+    "bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--recompute on|selective] [--json]",
     run_bench_train);

@@ -63,10 +63,14 @@ __global__ void rmsnorm_backward_kernel(ForjaRmsNormBackward p, bool acc_in_shar
   const T* w = static_cast<const T*>(p.weight);
   float* partial = DWEIGHT ? static_cast<float*>(p.workspace) + blockIdx.x * p.cols : nullptr;
   float* acc = acc_in_shared ? shared_acc : partial;
+  // Where column v * VEC + j of the partial row lives in `acc`. In shared memory the j-th elements of all
+  // vectors are contiguous, so a warp's 32 threads (consecutive v, same j) hit 32 different banks; the plain
+  // layout (v * VEC + j) would put them VEC-way on the same banks. The workspace keeps the plain layout.
+  auto slot = [acc_in_shared, nvec](int64_t v, int j) { return acc_in_shared ? j * nvec + v : v * VEC + j; };
   if constexpr (DWEIGHT) {
-    for (int64_t c = threadIdx.x * VEC; c < p.cols; c += blockDim.x * VEC) {
+    for (int64_t v = threadIdx.x; v < nvec; v += blockDim.x) {
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) acc[c + j] = 0.0f;
+      for (int j = 0; j < VEC; ++j) acc[slot(v, j)] = 0.0f;
     }
   }
 
@@ -99,7 +103,7 @@ __global__ void rmsnorm_backward_kernel(ForjaRmsNormBackward p, bool acc_in_shar
         const float n = hv[j] * rstd;
         const float grad = rstd * (dyv[j] * wv[j] - n * mean);
         out[j] = dh_in ? out[j] + grad : grad;
-        if constexpr (DWEIGHT) acc[v * VEC + j] += dyv[j] * n;
+        if constexpr (DWEIGHT) acc[slot(v, j)] += dyv[j] * n;
       }
       store<T, VEC>(dh, v, out);
     }
@@ -107,9 +111,9 @@ __global__ void rmsnorm_backward_kernel(ForjaRmsNormBackward p, bool acc_in_shar
 
   if constexpr (DWEIGHT) {
     if (acc_in_shared) {
-      for (int64_t c = threadIdx.x * VEC; c < p.cols; c += blockDim.x * VEC) {
+      for (int64_t v = threadIdx.x; v < nvec; v += blockDim.x) {
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) partial[c + j] = acc[c + j];
+        for (int j = 0; j < VEC; ++j) partial[v * VEC + j] = acc[slot(v, j)];
       }
     }
   }

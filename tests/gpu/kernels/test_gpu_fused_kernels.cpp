@@ -1,8 +1,8 @@
-// Every fused kernel (forja_kernels/fused.h), forward and backward, in fp32 and bf16, against its CPU
-// reference on the same inputs. Sizes are odd (element-wise paths) and vector-aligned (16-byte paths),
-// including buffers shifted by one element so that aligned sizes take the element-wise path too. Outputs are
-// filled with NaN bytes before each launch, so an element a kernel fails to write fails the comparison. Bars
-// (issue 9): relative error ‖gpu − ref‖ / ‖ref‖ <= 1e-5 in fp32 and <= 1e-2 in bf16.
+// Every fused kernel (forja_kernels/fused.h), forward and backward, and the cross-entropy kernel, in fp32 and
+// bf16, against its CPU reference on the same inputs. Sizes are odd (element-wise paths) and vector-aligned
+// (16-byte paths), including buffers shifted by one element so that aligned sizes take the element-wise path
+// too. Outputs are filled with NaN bytes before each launch, so an element a kernel fails to write fails the
+// comparison. Bars (issue 9): relative error ‖gpu − ref‖ / ‖ref‖ <= 1e-5 in fp32 and <= 1e-2 in bf16.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -396,6 +396,77 @@ void test_activations(ForjaFusedDType d, int64_t n, size_t shift) {
   }
 }
 
+// ---- Cross-entropy (the LM-head loss's softmax half)
+// -----------------------------------------------------------
+
+// Every fourth row ignored (or all of them); the rest labelled at random, including the last class. The
+// gradient is written over the logits, so the device logits are the input and the output: an element the
+// kernel fails to write keeps its logit and fails the comparison. Losses and logsumexps are poisoned.
+void test_cross_entropy(ForjaFusedDType d, int64_t rows, int64_t vocab, bool all_ignored, size_t shift) {
+  const std::string what = "cross entropy " + std::to_string(rows) + "x" + std::to_string(vocab) +
+                           (all_ignored ? " all ignored" : "") + (shift ? " shifted" : "");
+  const size_t n = size_t(rows) * vocab;
+  Host logits = random_host(d, n, 21, -8.0f, 8.0f);
+  std::vector<int64_t> labels(rows);
+  std::mt19937 gen(22);
+  for (int64_t r = 0; r < rows; ++r)
+    labels[r] = all_ignored || r % 4 == 1 ? -100 : (r == 2 ? vocab - 1 : int64_t(gen() % vocab));
+  const float scale = 1.0f / 3.0f;  // a mean over three rows, say
+
+  for (int write_grad : {1, 0}) {
+    Host want = logits;
+    std::vector<float> want_loss(rows), want_lse(rows);
+    ForjaCrossEntropy r{d,
+                        rows,
+                        vocab,
+                        -100,
+                        scale,
+                        write_grad,
+                        want.data(),
+                        labels.data(),
+                        want_loss.data(),
+                        want_lse.data()};
+    FORJA_CHECK(forja_fused_cross_entropy_ref(&r) == nullptr, "ref");
+    want.decode();
+
+    Device ld = to_device(logits, shift);
+    Device lab(labels.size() * sizeof(int64_t));
+    lab.upload(labels.data());
+    Device loss(size_t(rows) * 4), lse(size_t(rows) * 4);
+    loss.poison(), lse.poison();
+    ForjaCrossEntropy g{d,
+                        rows,
+                        vocab,
+                        -100,
+                        scale,
+                        write_grad,
+                        ld.get(),
+                        static_cast<const int64_t*>(lab.get()),
+                        static_cast<float*>(loss.get()),
+                        static_cast<float*>(lse.get())};
+    launch_ok(forja_fused_cross_entropy(&g, nullptr), what);
+    const std::string tag = what + (write_grad ? "" : " (no grad)");
+    // Losses and logsumexps come from the same stored logits in fp32 arithmetic in both dtypes: fp32's bar.
+    std::vector<float> got_loss = download_f32(loss, rows);
+    if (all_ignored) {
+      size_t nonzero = 0;
+      for (float v : got_loss) nonzero += v != 0.0f;
+      FORJA_CHECK(nonzero == 0, "%s: %zu ignored rows with a nonzero loss", tag.c_str(), nonzero);
+    } else {
+      expect_close(tag + " loss", d, got_loss, want_loss, 1e-5);
+    }
+    expect_close(tag + " logsumexp", d, download_f32(lse, rows), want_lse, 1e-5);
+    std::vector<float> got = download(ld, d, n);
+    if (all_ignored && write_grad) {
+      size_t nonzero = 0;
+      for (float v : got) nonzero += v != 0.0f;
+      FORJA_CHECK(nonzero == 0, "%s: %zu gradient elements nonzero", tag.c_str(), nonzero);
+    } else {
+      expect_close(tag + (write_grad ? " gradient" : " logits untouched"), d, got, want.values, tolerance(d));
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -428,6 +499,15 @@ int main() {
     // SwiGLU / GELU: tiny, odd, a vector multiple plus a tail, and unaligned.
     for (int64_t n : {1, 7, 1001, 5632 * 3 + 5, (1 << 20) + 3}) test_activations(d, n, 0);
     test_activations(d, 5632 * 3, one);
+    // Cross-entropy: a real vocabulary (32000, a vector multiple), odd ones (1001, 3, 1), many rows, all rows
+    // ignored, and a shifted (unaligned) buffer.
+    test_cross_entropy(d, 5, 32000, false, 0);
+    test_cross_entropy(d, 37, 1001, false, 0);
+    test_cross_entropy(d, 9, 3, false, 0);
+    test_cross_entropy(d, 4, 1, false, 0);
+    test_cross_entropy(d, 600, 256, false, 0);
+    test_cross_entropy(d, 6, 515, true, 0);
+    test_cross_entropy(d, 7, 4096, false, one);
   }
   return forja_test::finish("gpu fused kernels");
 }
