@@ -70,10 +70,23 @@ int64_t lora_parameter_count(const ModelShape& shape, int64_t rank, const std::v
   return n * shape.layers;
 }
 
+static int64_t projection_parameters(const ModelShape& s) {
+  int64_t n = 0;
+  for (const auto& [name, io] : projections(s)) n += io.first * io.second;
+  return n * s.layers;
+}
+
+int64_t base_weight_bytes(const ModelShape& s, bool nf4, bool double_quant) {
+  const int64_t params = s.parameters > 0 ? s.parameters : count_parameters(s);
+  if (!nf4) return 2 * params;
+  const int64_t projection = projection_parameters(s), blocks = (projection + 63) / 64;
+  const int64_t absmax = double_quant ? blocks + 4 * ((blocks + 255) / 256) : 4 * blocks;
+  return 2 * (params - projection) + (projection + 1) / 2 + absmax;
+}
+
 MemoryEstimate estimate_train_memory(const ModelShape& s, const TrainShape& t) {
   MemoryEstimate m;
-  const int64_t params = s.parameters > 0 ? s.parameters : count_parameters(s);
-  m.weights = 2 * params;
+  m.weights = base_weight_bytes(s, t.nf4_base, t.nf4_double_quant);
   m.adapters = 16 * lora_parameter_count(s, t.lora_rank, t.target_modules);  // fp32 weight, grad, 2 moments
   const int64_t tokens = t.batch_size * t.seq_len;
   // bf16 values kept for backward, per token and layer: 6 hidden-wide (norm outputs, q/k/v/o, residuals,
@@ -91,10 +104,11 @@ MemoryEstimate estimate_train_memory(const ModelShape& s, const TrainShape& t) {
   return m;
 }
 
-MemoryEstimate estimate_chat_memory(const ModelShape& s, int64_t context) {
+MemoryEstimate estimate_chat_memory(const ModelShape& s, int64_t context, bool nf4_base) {
   MemoryEstimate m;
-  const int64_t params = s.parameters > 0 ? s.parameters : count_parameters(s);
-  m.weights = 2 * params;
+  m.weights = base_weight_bytes(s, nf4_base, true);
+  if (nf4_base)  // the decoder's fp32 copy of every block's absmax
+    m.weights += 4 * ((projection_parameters(s) + 63) / 64);
   const int64_t kv_width = s.gpt2 ? s.hidden : s.kv_heads * s.head_dim;
   m.activations = 2 * s.layers * kv_width * context * 2;  // K and V, bf16
   m.workspace = 4 * s.vocab;                              // fp32 logits of one token

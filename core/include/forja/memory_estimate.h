@@ -37,13 +37,22 @@ struct TrainShape {
   std::vector<std::string> target_modules = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                              "gate_proj", "up_proj", "down_proj"};
   bool activation_checkpointing = false;
+  // QLoRA: the decoder layers' projections held in 4 bits (TrainConfig's base_quant = nf4): half a byte per
+  // weight plus the absmax of every 64 (fp32, or 8 bits with double quantization).
+  bool nf4_base = false;
+  bool nf4_double_quant = true;
 };
 
 // LoRA parameters for `targets` (Llama names, or GPT-2's c_attn / c_proj / c_fc) at rank `rank`.
 int64_t lora_parameter_count(const ModelShape& shape, int64_t rank, const std::vector<std::string>& targets);
 
+// Bytes of the frozen base: bf16 throughout, or with its projections in NF4 (block 64; absmax fp32, or int8
+// plus one fp32 scale per 256 blocks with double quantization).
+int64_t base_weight_bytes(const ModelShape& shape, bool nf4, bool double_quant = true);
+
 MemoryEstimate estimate_train_memory(const ModelShape& shape, const TrainShape& train);
-// Batch-1 chat with a KV cache of `context` tokens, bf16.
-MemoryEstimate estimate_chat_memory(const ModelShape& shape, int64_t context);
+// Batch-1 chat with a KV cache of `context` tokens, bf16; `nf4_base`: the projections in 4 bits (the decoder
+// also keeps every block's absmax in fp32 for its GEMV).
+MemoryEstimate estimate_chat_memory(const ModelShape& shape, int64_t context, bool nf4_base = false);
 
 }  // namespace forja

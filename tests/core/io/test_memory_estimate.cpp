@@ -74,6 +74,25 @@ class TestMemoryEstimate : public QObject {
              int64_t(2) * 32 * (8 * 128) * 4096 * 2);  // K and V, 32 layers, 8 heads of 128, bf16
     QVERIFY(m.adapters == 0 && m.cuda_context > 0);
   }
+
+  void nf4BaseCountsFourBitProjections() {
+    // Mistral-7B: 6,979,321,856 projection weights (32 layers x (2 x 4096² + 2 x 4096 x 1024 + 3 x 4096 x 14336))
+    // at half a byte, plus one absmax per 64: 8 bits each and an fp32 scale per 256 with double quantization,
+    // fp32 each without; the other 262,410,240 parameters (embeddings, head, norms) stay bf16.
+    const int64_t proj = 6979321856, rest = 7241732096 - proj, blocks = proj / 64;
+    QCOMPARE(forja::base_weight_bytes(shape(kMistral), true, true), 2 * rest + proj / 2 + blocks + 4 * (blocks / 256));
+    QCOMPARE(forja::base_weight_bytes(shape(kMistral), true, false), 2 * rest + proj / 2 + 4 * blocks);
+    forja::TrainShape t;
+    t.activation_checkpointing = true;
+    const auto bf16 = forja::estimate_train_memory(shape(kMistral), t);
+    t.nf4_base = true;
+    const auto nf4 = forja::estimate_train_memory(shape(kMistral), t);
+    QCOMPARE(nf4.weights, forja::base_weight_bytes(shape(kMistral), true, true));
+    QCOMPARE(nf4.activations, bf16.activations);  // the activations do not change with the base's storage
+    QVERIFY(nf4.weights < bf16.weights * 3 / 10);
+    const auto chat = forja::estimate_chat_memory(shape(kMistral), 4096, true);
+    QCOMPARE(chat.weights, forja::base_weight_bytes(shape(kMistral), true, true) + 4 * blocks);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestMemoryEstimate)

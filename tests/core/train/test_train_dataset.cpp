@@ -152,6 +152,24 @@ class TestTrainDataset : public QObject {
         {"missing.jsonl", "cannot open"});
   }
 
+  void trainsWithA4BitBase() {
+    // base_quant = nf4 (QLoRA) through the whole run, as forja-cli train and the Train pane start it: on the CPU
+    // in fp32 over the dequantized NF4 weights. The loss falls as the plain run's does, and the adapter is saved.
+    const fs::path root = tmp_.path().toStdString();
+    forja::TrainConfig c = base_config(model_, root / "qlora");
+    c.base_quant = "nf4";
+    Trace q = train(c);
+    QCOMPARE(q.result.outcome, forja::TrainOutcome::Finished);
+    QCOMPARE(q.loss.size(), size_t(6));
+    for (double l : q.loss) QVERIFY(std::isfinite(l) && l > 0);
+    QVERIFY2(q.loss.back() < q.loss.front(), "the QLoRA loss did not go down in 6 steps at lr 1e-2");
+    QVERIFY(fs::exists(fs::path(q.result.adapter_dir) / "adapter_model.safetensors"));
+    // A compute dtype NF4 does not run in is refused before anything loads.
+    c.dtype = "fp16";
+    c.output_dir = (root / "qlora-fp16").string();
+    forja_test::expect_error([&] { train(c); }, {"base_quant = nf4", "fp16"});
+  }
+
   void trainsOnChatRecordsAndResumesExactly() {
     const fs::path root = tmp_.path().toStdString();
     Trace full = train(base_config(model_, root / "full"));
