@@ -26,7 +26,7 @@ configure_and_build() {
   # The window needs Qt and the journal needs sqlite3.h, neither of which is there; the tokenizer builds when the
   # sentencepiece development files are found, else it is left out too (and so is its benchmark).
   if [[ ! -f build-cuda/build.ninja ]]; then
-    if ! cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="store" -DCMAKE_BUILD_TYPE=Release \
+    if ! cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="${SKIP_AREAS:-store}" -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_PREFIX_PATH="$P" -DCMAKE_CUDA_ARCHITECTURES=90-real >"$OUT/cmake.log" 2>&1; then
       echo "configure with the tokenizer failed (see cmake.log); without it"
       rm -rf build-cuda

@@ -22,6 +22,19 @@ at::Tensor gemv(const at::Tensor& w, const at::Tensor& x, Prologue prologue, con
                 double eps, const at::Tensor& bias, const at::Tensor& residual,
                 const at::Tensor& act_out = {});
 
+// The same result through LibTorch's stock operators: the RMSNorm or SwiGLU as its own launch, then cuBLAS
+// (with the residual in its epilogue). cuBLAS reads the large matrices faster than gemv() does; gemv() wins
+// on the small ones, where its fused prologue saves a launch.
+at::Tensor gemv_stock(const at::Tensor& w, const at::Tensor& x, Prologue prologue,
+                      const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
+                      const at::Tensor& residual, const at::Tensor& act_out = {});
+
+// gemv() or gemv_stock(), whichever ran faster for this weight's shape, prologue and residual on this device
+// (measured once per shape and process, on the weight itself, at the first call outside a graph capture).
+at::Tensor gemv_fastest(const at::Tensor& w, const at::Tensor& x, Prologue prologue,
+                        const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
+                        const at::Tensor& residual, const at::Tensor& act_out = {});
+
 // Rotates q and k of the token's qkv row [1, (heads + 2·kv)·d] in place at the position held by `position`
 // ([1] int64 on the device) and writes k and v to the layer's cache [2, kv, capacity, d].
 void rope_kv(at::Tensor& qkv, at::Tensor& layer_cache, const at::Tensor& cos, const at::Tensor& sin,

@@ -57,7 +57,8 @@ std::vector<Nf4Weight> fuse_nf4_rows(const std::vector<Nf4Weight>& parts) {
   const Nf4Weight& first = plain.front();
   bool whole_blocks = first.shape.size() == 2 && first.shape[1] % first.block_size == 0;
   for (const auto& w : plain)
-    whole_blocks = whole_blocks && w.block_size == first.block_size && w.shape == std::vector<int64_t>{w.shape[0], first.shape[1]};
+    whole_blocks = whole_blocks && w.block_size == first.block_size &&
+                   w.shape == std::vector<int64_t>{w.shape[0], first.shape[1]};
   if (!whole_blocks || plain.size() == 1) return plain;
   std::vector<at::Tensor> codes, absmax;
   Nf4Weight fused = first;
@@ -159,15 +160,17 @@ at::Tensor Decoder::decode(const at::Tensor& ids, const at::Tensor& positions, i
   a.positions = positions;
   a.keys = keys;
   a.decode = true;
-  // Additive mask over the `keys` slots: 0 where slot j is at or before the position (and, with a sliding
-  // window, less than `window` behind it), -inf elsewhere. Built from the device position so a graph replays
-  // it.
-  at::Tensor behind = positions - slot_index_.narrow(0, 0, keys);
-  at::Tensor allowed = behind >= 0;
-  const int64_t window = config_.sliding_window.value_or(0);
-  if (window > 0) allowed = allowed & (behind < window);
-  a.mask = at::zeros({keys}, at::TensorOptions().dtype(dtype_).device(device_))
-               .masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+  if (decode_uses_mask()) {
+    // Additive mask over the `keys` slots: 0 where slot j is at or before the position (and, with a sliding
+    // window, less than `window` behind it), -inf elsewhere. Built from the device position so a graph
+    // replays it.
+    at::Tensor behind = positions - slot_index_.narrow(0, 0, keys);
+    at::Tensor allowed = behind >= 0;
+    const int64_t window = config_.sliding_window.value_or(0);
+    if (window > 0) allowed = allowed & (behind < window);
+    a.mask = at::zeros({keys}, at::TensorOptions().dtype(dtype_).device(device_))
+                 .masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+  }
   return at::mm(hidden(ids, a), head_.t());
 }
 

@@ -33,11 +33,11 @@ struct Projection {
   at::Tensor weight;
   at::Tensor bias;
   bool in_out = false;  // GPT-2's Conv1D layout
-  // A 4-bit base (QLoRA) instead of `weight`: one NF4 weight [out, in] with plain fp32 absmax, or the parts of a
-  // fused projection whose rows are not whole blocks, stacked along the output in order.
+  // A 4-bit base (QLoRA) instead of `weight`: one NF4 weight [out, in] with plain fp32 absmax, or the parts
+  // of a fused projection whose rows are not whole blocks, stacked along the output in order.
   std::vector<Nf4Weight> nf4;
-  at::Tensor lora_a;    // [r_total, in] in the model's dtype; undefined without an adapter
-  at::Tensor lora_b;    // [out, r_total], PEFT's scale folded in; block-diagonal for fused projections
+  at::Tensor lora_a;  // [r_total, in] in the model's dtype; undefined without an adapter
+  at::Tensor lora_b;  // [out, r_total], PEFT's scale folded in; block-diagonal for fused projections
   int64_t in_features() const;
   int64_t out_features() const;
   at::Tensor apply(const at::Tensor& x, bool lora_on, const at::Tensor& residual = {}) const;
@@ -88,6 +88,9 @@ class Decoder {
 
   // The final-norm hidden states [T, hidden] of the new tokens.
   virtual at::Tensor hidden(const at::Tensor& ids, const Attend& a) = 0;
+  // Whether hidden() reads Attend::mask in decode (the decode kernels read the position instead, so the
+  // mask's launches are skipped).
+  virtual bool decode_uses_mask() const { return true; }
   // Every projection by the module name(s) PEFT would use for it; fused projections list their parts in
   // order.
   struct NamedProjection {
@@ -121,11 +124,11 @@ bool has_param(const CausalLM& model, const std::string& name);
 // Concatenates the rows of `parts` into one new tensor and re-points each part at its slice of it (values
 // unchanged), so a fused projection costs no extra memory.
 at::Tensor fuse_rows(const std::vector<at::Tensor>& parts);
-// `w` with its absmax as plain fp32 (decoded when double-quantized), which the decode step reads without a host
-// round trip (a CUDA graph cannot have one).
+// `w` with its absmax as plain fp32 (decoded when double-quantized), which the decode step reads without a
+// host round trip (a CUDA graph cannot have one).
 Nf4Weight plain_absmax(const Nf4Weight& w);
-// The 4-bit weights of a fused projection: one weight when every row is whole blocks (in-features a multiple of
-// the block size, so the parts' codes and absmax simply concatenate, re-pointing the model's buffers as
+// The 4-bit weights of a fused projection: one weight when every row is whole blocks (in-features a multiple
+// of the block size, so the parts' codes and absmax simply concatenate, re-pointing the model's buffers as
 // fuse_rows does), else the parts as they are.
 std::vector<Nf4Weight> fuse_nf4_rows(const std::vector<Nf4Weight>& parts);
 }  // namespace detail

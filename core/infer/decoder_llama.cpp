@@ -4,6 +4,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include "causal_lm.h"
+#include "decode_kernels.h"
 #include "decoder.h"
 #include "infer_compat.h"
 #include "layers.h"
@@ -25,8 +26,10 @@ Nf4Weight nf4_of(const CausalLM& m, const std::string& name) {
 
 Projection linear(const CausalLM& m, const std::string& name) {
   Projection p;
-  if (Nf4Weight w = nf4_of(m, name); w.defined()) p.nf4 = {detail::plain_absmax(w)};
-  else p.weight = param(m, name + ".weight");
+  if (Nf4Weight w = nf4_of(m, name); w.defined())
+    p.nf4 = {detail::plain_absmax(w)};
+  else
+    p.weight = param(m, name + ".weight");
   if (has_param(m, name + ".bias")) p.bias = param(m, name + ".bias");
   return p;
 }
@@ -36,13 +39,17 @@ Projection fused(const CausalLM& m, const std::vector<std::string>& names) {
   std::vector<at::Tensor> weights, biases;
   std::vector<Nf4Weight> nf4;
   for (const auto& n : names) {
-    if (Nf4Weight w = nf4_of(m, n); w.defined()) nf4.push_back(std::move(w));
-    else weights.push_back(param(m, n + ".weight"));
+    if (Nf4Weight w = nf4_of(m, n); w.defined())
+      nf4.push_back(std::move(w));
+    else
+      weights.push_back(param(m, n + ".weight"));
     if (has_param(m, n + ".bias")) biases.push_back(param(m, n + ".bias"));
   }
   Projection p;
-  if (!nf4.empty()) p.nf4 = detail::fuse_nf4_rows(nf4);
-  else p.weight = detail::fuse_rows(weights);
+  if (!nf4.empty())
+    p.nf4 = detail::fuse_nf4_rows(nf4);
+  else
+    p.weight = detail::fuse_rows(weights);
   if (!biases.empty()) p.bias = detail::fuse_rows(biases);
   return p;
 }
@@ -78,10 +85,17 @@ class LlamaDecoder final : public Decoder {
     at::Tensor sin = emb.sin().to(dtype_);
     cos_ = emb.cos().to(dtype_).to(device_);
     sin_signed_ = at::cat({-sin.narrow(1, 0, half), sin.narrow(1, half, half)}, 1).to(device_);
+    kernels_fit_ = kernels_fit();
+    if (kernels_fit_)  // sized for any number of keys, so that a graph capture never allocates it
+      attn_scratch_ = at::empty({decode_kernels::attention_scratch_floats(heads_, head_dim_)},
+                                at::TensorOptions().dtype(at::kFloat).device(device_));
   }
+
+  bool decode_uses_mask() const override { return !use_kernels(); }
 
  protected:
   at::Tensor hidden(const at::Tensor& ids, const Attend& a) override {
+    if (a.decode && use_kernels()) return hidden_decode_kernels(ids, a);
     const int64_t t = ids.size(0), kv = kv_heads_, d = head_dim_, half = d / 2;
     const bool lora = adapter_on_;
     const double eps = config_.norm_eps;
@@ -123,6 +137,59 @@ class LlamaDecoder final : public Decoder {
   }
 
  private:
+  // The single-token step in kernels/decode: per layer four GEMVs (the RMSNorm before q/k/v and gate/up and
+  // the SwiGLU before down computed inside them, the residual adds in their epilogue; or cuBLAS after the
+  // stock RMSNorm / SwiGLU where that measured faster for the shape), one RoPE + cache write and one split-K
+  // attention (two launches). The adapter's branch, when on, adds its two small GEMMs.
+  at::Tensor hidden_decode_kernels(const at::Tensor& ids, const Attend& a) {
+    namespace dk = decode_kernels;
+    const bool lora = adapter_on_;
+    const double eps = config_.norm_eps;
+    at::Tensor h = at::embedding(embed_, ids);  // [1, hidden]
+    // The LoRA branch's input when that projection has an adapter: the activation the GEMV computed.
+    auto act_for = [&](const Projection& p) {
+      return lora && p.lora_a.defined() ? at::empty({1, p.in_features()}, h.options()) : at::Tensor();
+    };
+    auto add_lora = [](at::Tensor y, const Projection& p, const at::Tensor& act) {
+      return act.defined() ? at::addmm(y, at::mm(act, p.lora_a.t()), p.lora_b.t()) : y;
+    };
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      Layer& l = layers_[i];
+      at::Tensor& cache = cache_.layer(static_cast<int64_t>(i));
+      at::Tensor x = act_for(l.qkv);
+      at::Tensor qkv = add_lora(
+          dk::gemv_fastest(l.qkv.weight, h, dk::Prologue::RmsNorm, l.input_norm, eps, l.qkv.bias, {}, x),
+          l.qkv, x);
+      dk::rope_kv(qkv, cache, cos_, sin_signed_, a.positions, heads_);
+      at::Tensor attn = dk::attention(qkv, cache, a.positions, heads_, a.keys, window_, attn_scratch_);
+      h = add_lora(dk::gemv_fastest(l.o.weight, attn, dk::Prologue::Plain, {}, 0, l.o.bias, h), l.o,
+                   lora && l.o.lora_a.defined() ? attn : at::Tensor());
+      x = act_for(l.gate_up);
+      at::Tensor gu = add_lora(dk::gemv_fastest(l.gate_up.weight, h, dk::Prologue::RmsNorm, l.post_norm, eps,
+                                                l.gate_up.bias, {}, x),
+                               l.gate_up, x);
+      x = act_for(l.down);
+      h = add_lora(dk::gemv_fastest(l.down.weight, gu, dk::Prologue::SwiGlu, {}, 0, l.down.bias, h, x),
+                   l.down, x);
+    }
+    return compat::rms_norm(h, final_norm_, eps);
+  }
+
+  // Whether the decode kernels can run this model at all: CUDA, bf16, plain [out, in] weights, and the head
+  // sizes the attention kernel has.
+  bool kernels_fit() const {
+    if (!decode_kernels::compiled_in() || !device_.is_cuda() || dtype_ != at::kBFloat16) return false;
+    if (head_dim_ != 64 && head_dim_ != 128) return false;
+    if (heads_ % kv_heads_ != 0 || heads_ / kv_heads_ > 16) return false;
+    for (const auto& l : layers_)
+      for (const Projection* p : {&l.qkv, &l.o, &l.gate_up, &l.down})
+        if (!p->weight.defined() || p->weight.scalar_type() != at::kBFloat16 || !p->weight.is_contiguous() ||
+            p->in_out || p->in_features() > 32768)
+          return false;
+    return true;
+  }
+  bool use_kernels() const { return kernels_fit_ && decode_kernels::active(); }
+
   struct Layer {
     std::string prefix;
     at::Tensor input_norm, post_norm;
@@ -131,6 +198,8 @@ class LlamaDecoder final : public Decoder {
   int64_t heads_, window_;
   at::Tensor embed_, final_norm_, cos_, sin_signed_;
   std::vector<Layer> layers_;
+  bool kernels_fit_ = false;
+  at::Tensor attn_scratch_;
 };
 
 }  // namespace

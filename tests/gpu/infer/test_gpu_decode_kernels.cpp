@@ -5,6 +5,7 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/cuda.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -126,6 +127,34 @@ void attention_case(int64_t heads, int64_t kv, int64_t d, int64_t cap, int64_t m
   FORJA_CHECK(e <= 1e-2, "attention: rel err %g", e);
 }
 
+// Information, not a check: the GEMV's time and bandwidth at the real shapes against cuBLAS (at::mm) on the
+// same operands, so a slow kernel shows in the log (bench/ measures the decode itself).
+void gemv_speed(const char* what, int64_t n, int64_t k, ForjaDecodePrologue pro) {
+  const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
+  auto opts = at::TensorOptions().dtype(at::kBFloat16).device(kCuda);
+  at::Tensor w = at::randn({n, k}, opts) * 0.02, x = at::randn({1, in}, opts), nw = at::ones({k}, opts);
+  at::Tensor xk = x.narrow(1, 0, k).contiguous();
+  auto time_us = [&](auto&& fn) {
+    for (int i = 0; i < 5; ++i) fn();
+    torch::cuda::synchronize();
+    const int iters = 200;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) fn();
+    torch::cuda::synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+  };
+  namespace dk = forja::infer::decode_kernels;
+  const auto prologue = pro == FORJA_DECODE_RMSNORM  ? dk::Prologue::RmsNorm
+                        : pro == FORJA_DECODE_SWIGLU ? dk::Prologue::SwiGlu
+                                                     : dk::Prologue::Plain;
+  const double ours = time_us([&] { dk::gemv(w, x, prologue, nw, 1e-5, {}, {}); });
+  const double cublas = time_us([&] { at::mm(xk, w.t()); });
+  const double gb = static_cast<double>(n * k * 2) / 1e9;
+  std::printf(
+      "gemv speed %-22s [%6lld x %6lld]: ours %7.1f us (%5.0f GB/s), cuBLAS mm %7.1f us (%5.0f GB/s)\n", what,
+      static_cast<long long>(n), static_cast<long long>(k), ours, gb / ours * 1e6, cublas, gb / cublas * 1e6);
+}
+
 std::unique_ptr<forja::Generator::Impl> engine(std::shared_ptr<forja::CausalLM> lm, bool graphs,
                                                int64_t ctx) {
   forja::EngineOptions o;
@@ -221,6 +250,15 @@ int main() {
   attention_case(12, 12, 64, 100, 97, 96, 0);        // MHA, keys not a multiple of 32
   attention_case(16, 1, 128, 1024, 1024, 900, 100);  // 16 query heads on one kv head, a sliding window
   attention_case(8, 2, 64, 64, 64, 10, 4);
+
+  gemv_speed("tinyllama qkv", 2560, 2048, FORJA_DECODE_RMSNORM);
+  gemv_speed("tinyllama o", 2048, 2048, FORJA_DECODE_PLAIN);
+  gemv_speed("tinyllama gate_up", 11264, 2048, FORJA_DECODE_RMSNORM);
+  gemv_speed("tinyllama down", 2048, 5632, FORJA_DECODE_SWIGLU);
+  gemv_speed("mistral qkv", 6144, 4096, FORJA_DECODE_RMSNORM);
+  gemv_speed("mistral gate_up", 28672, 4096, FORJA_DECODE_RMSNORM);
+  gemv_speed("mistral down", 4096, 14336, FORJA_DECODE_SWIGLU);
+  gemv_speed("lm head", 32000, 4096, FORJA_DECODE_PLAIN);
 
   // The decoder with the kernels on vs off.
   forja::ModelConfig c = forja::parse_model_config(forja_test::fixture_dir("llama") / "config.json");
