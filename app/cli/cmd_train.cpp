@@ -227,12 +227,13 @@ int launch_training(const forja::cli::Args& args, const std::string& config_path
   std::signal(SIGTERM, on_stop_signal);
   const forja::dist::LaunchResult r = forja::dist::launch_workers(o);
   if (r.ok()) return 0;
-  const std::string report = r.report();
+  std::string report = r.report();
+  while (!report.empty() && report.back() == '\n') report.pop_back();
   throw forja::Error(
       "the run stopped: " + report.substr(0, report.find('\n')) +
           (report.find('\n') + 1 < report.size() ? "\n" + report.substr(report.find('\n') + 1) : ""),
       "Rank 0 keeps the last completed step's checkpoint under the output folder's checkpoints/ "
-      "(unless rank 0 itself failed: then the last periodic one); the same command resumes.");
+      "(rank 1 writes it when rank 0 is the one that failed); the same command resumes.");
 #else
   (void)args;
   (void)config_path;

@@ -51,6 +51,17 @@ class C10dDataParallel final : public train::DataParallel {
     if (!here.is_same(t)) t.copy_(here);
   }
 
+  // The store's server runs inside rank 0's process: it answers exactly while that process lives.
+  bool rank0_alive() override {
+    if (env_.rank == 0) return true;
+    try {
+      store_->add("forja/alive", 0);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
  private:
   c10::intrusive_ptr<c10d::Store> store_;  // the process group's rendezvous lives as long as it does
   c10::intrusive_ptr<compat::Collectives> collectives_;

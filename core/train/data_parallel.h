@@ -25,6 +25,9 @@ class DataParallel {
   // Replaces `t` (contiguous) by its sum over all ranks, on every rank. Throws forja::Error naming this rank
   // when a peer is gone or the collective times out.
   virtual void sum(at::Tensor& t) = 0;
+  // Whether rank 0's process still runs (after a failed collective: rank 1 then keeps the checkpoint that
+  // rank 0 would have written).
+  virtual bool rank0_alive() = 0;
 };
 
 // The micro-batches of `step_batches` (grad_accum × world of them, the same list on every rank) that `rank`

@@ -154,7 +154,7 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
   };
   DataParallel* dp = hooks.data_parallel;
   const int world = dp ? dp->world_size() : 1;
-  const bool writes = !dp || dp->rank() == 0;  // checkpoints and the adapter
+  bool writes = !dp || dp->rank() == 0;  // checkpoints and the adapter
   const std::string config_json = [&] {
     std::string j = train_config_to_json(config);
     if (world == 1) return j;
@@ -256,12 +256,14 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
       const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
       std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
       what = what.substr(0, what.find('\n'));
+      // Every rank holds the same adapters and optimizer state: when rank 0 is gone, rank 1 writes instead.
+      if (!writes && dp->rank() == 1 && !dp->rank0_alive()) writes = true;
       std::string kept;
       if (writes && state.step > first_step && saved_at.empty()) kept = checkpoint();
       if (writes && kept.empty()) kept = result.last_checkpoint;
       throw Error(
-          "rank " + std::to_string(dp->rank()) + " of " + std::to_string(world) + " stopped at step " +
-              std::to_string(state.step + (step_applied ? 0 : 1)) + ": " + what,
+          "rank " + std::to_string(dp->rank()) + " of " + std::to_string(world) + " stopped after step " +
+              std::to_string(state.step) + ": " + what,
           kept.empty() ? "" : "The last completed step is in " + kept + "; run the same command to resume.");
     };
     StepStats s;

@@ -146,6 +146,58 @@ class TestDistTrain : public QObject {
   QTemporaryDir tmp_;
   fs::path root_, data_;
 
+  void kill_mid_run(int victim) {
+    // Far more steps than the test waits for; checkpoints only when the run stops.
+    const fs::path dir = root_ / ("kill" + std::to_string(victim));
+    const fs::path config = write_config(dir, data_, 1, 100000, 0);
+    QProcess p;
+    p.start(FORJA_CLI_PATH, {"train", QString::fromStdString(config.string()), "--json-progress",
+                             "--no-journal", "--nproc", "2"});
+    QVERIFY(p.waitForStarted(10000));
+    QElapsedTimer clock;
+    clock.start();
+    QByteArray out, err;
+    int64_t last_step = 0;
+    qint64 pid = 0;
+    const QRegularExpression pid_line(QString("rank %1 is pid (\\d+)").arg(victim));
+    while ((last_step < 3 || pid == 0) && clock.elapsed() < 60000) {
+      p.waitForReadyRead(200);
+      out += p.readAllStandardOutput();
+      err += p.readAllStandardError();
+      if (const auto m = pid_line.match(QString::fromUtf8(err)); m.hasMatch())
+        pid = m.captured(1).toLongLong();
+      for (const QByteArray& line : out.split('\n'))
+        if (line.startsWith('{') && line.endsWith('}')) {
+          const json j = json::parse(line.toStdString());
+          if (j["event"] == "step") last_step = std::max<int64_t>(last_step, j["step"]);
+        }
+      QVERIFY2(p.state() == QProcess::Running, err.constData());
+    }
+    QVERIFY2(last_step >= 3 && pid > 0, err.constData());
+    QCOMPARE(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
+    clock.restart();
+    // Gloo sees the closed connection at once; 30 s leaves room for a loaded machine, far below the timeout.
+    if (!p.waitForFinished(30000)) {
+      p.kill();
+      QFAIL("the launcher did not stop within 30 s of a worker's death");
+    }
+    err += p.readAllStandardError();
+    qInfo("stopped %lld ms after the kill:\n%s", static_cast<long long>(clock.elapsed()), err.constData());
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 1);
+    const QString message = QString::fromUtf8(err);
+    QVERIFY2(message.contains(
+                 QString("the run stopped: rank %1 (pid %2) was killed by signal 9").arg(victim).arg(pid)),
+             err.constData());
+    const auto ckpts = forja::train::list_checkpoints(dir / "run/checkpoints");
+    QCOMPARE(int(ckpts.size()), 1);
+    QCOMPARE(forja::train::checkpoint_problem(ckpts.back()), std::string());
+    // The survivors had completed at least the steps rank 0 reported (rank 0 reports a step before the ranks
+    // agree to go on).
+    const json state = json::parse(forja::read_text_file(ckpts.back() / "trainer_state.json"));
+    QVERIFY2(state["step"].get<int64_t>() >= last_step, state.dump().c_str());
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(tmp_.isValid());
@@ -204,52 +256,10 @@ class TestDistTrain : public QObject {
 
   // SIGKILL to rank 1 mid-run: the launcher stops, says that rank 1 was killed, and rank 0 has written a
   // valid checkpoint of the last step it completed.
-  void killed_rank_stops_the_run() {
-    // Far more steps than the test waits for; checkpoints only when the run stops.
-    const fs::path config = write_config(root_ / "kill", data_, 1, 100000, 0);
-    QProcess p;
-    p.start(FORJA_CLI_PATH, {"train", QString::fromStdString(config.string()), "--json-progress",
-                             "--no-journal", "--nproc", "2"});
-    QVERIFY(p.waitForStarted(10000));
-    QElapsedTimer clock;
-    clock.start();
-    QByteArray out, err;
-    int64_t last_step = 0;
-    qint64 rank1 = 0;
-    const QRegularExpression pid_line("rank 1 is pid (\\d+)");
-    while ((last_step < 3 || rank1 == 0) && clock.elapsed() < 60000) {
-      p.waitForReadyRead(200);
-      out += p.readAllStandardOutput();
-      err += p.readAllStandardError();
-      if (const auto m = pid_line.match(QString::fromUtf8(err)); m.hasMatch())
-        rank1 = m.captured(1).toLongLong();
-      for (const QByteArray& line : out.split('\n'))
-        if (line.startsWith('{') && line.endsWith('}')) {
-          const json j = json::parse(line.toStdString());
-          if (j["event"] == "step") last_step = std::max<int64_t>(last_step, j["step"]);
-        }
-      QVERIFY2(p.state() == QProcess::Running, err.constData());
-    }
-    QVERIFY2(last_step >= 3 && rank1 > 0, err.constData());
-    QCOMPARE(::kill(static_cast<pid_t>(rank1), SIGKILL), 0);
-    clock.restart();
-    // Gloo sees the closed connection at once; 30 s leaves room for a loaded machine, far below the timeout.
-    if (!p.waitForFinished(30000)) {
-      p.kill();
-      QFAIL("the launcher did not stop within 30 s of a worker's death");
-    }
-    err += p.readAllStandardError();
-    qInfo("stopped %lld ms after the kill:\n%s", static_cast<long long>(clock.elapsed()), err.constData());
-    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
-    QCOMPARE(p.exitCode(), 1);
-    const QString message = QString::fromUtf8(err);
-    QVERIFY2(message.contains(QString("rank 1 (pid %1) was killed by signal 9").arg(rank1)), err.constData());
-    const auto ckpts = forja::train::list_checkpoints(root_ / "kill/run/checkpoints");
-    QCOMPARE(int(ckpts.size()), 1);
-    QCOMPARE(forja::train::checkpoint_problem(ckpts.back()), std::string());
-    const json state = json::parse(forja::read_text_file(ckpts.back() / "trainer_state.json"));
-    QVERIFY2(state["step"].get<int64_t>() >= last_step, state.dump().c_str());
-  }
+  void killed_rank1_stops_the_run() { kill_mid_run(1); }
+  // The same for rank 0 (which serves the rendezvous store and normally writes checkpoints): rank 1 writes
+  // it.
+  void killed_rank0_stops_the_run() { kill_mid_run(0); }
 
   // The launcher's own report, without torch: a worker that exits with a status names its rank and status.
   void launcher_reports_the_failed_rank() {
