@@ -92,7 +92,7 @@ double copy_bandwidth(const at::Device& device) {
 }
 
 int run_decode_bench(Args& args) {
-  args.reject_unknown({"shape", "prompt", "new", "runs", "device", "dtype", "graphs"});
+  args.reject_unknown({"shape", "prompt", "new", "runs", "device", "dtype", "graphs", "base-quant"});
   const std::string shape = args.option_or("shape", "tinyllama");
   const int64_t prompt_len = std::stoll(args.option_or("prompt", "128"));
   const int64_t new_tokens = std::stoll(args.option_or("new", "256"));
@@ -104,6 +104,14 @@ int run_decode_bench(Args& args) {
 
   const double bandwidth = copy_bandwidth(device);
   DeviceRandomWeights weights(dtype, device);
+  const std::string base_quant = args.option_or("base-quant", "none");
+  if (base_quant == "nf4") {
+    // QLoRA's 4-bit base, quantized on the device layer by layer. Plain fp32 absmax (no double quantization):
+    // what the decode GEMV then reads is exactly the weight bytes counted below, so the roofline is honest.
+    weights.set_nf4(quant::Nf4Options{});
+  } else if (base_quant != "none") {
+    throw Error("--base-quant takes none or nf4, got '" + base_quant + "'");
+  }
   std::shared_ptr<CausalLM> model = make_causal_lm(shape_config(shape), weights);
   EngineOptions options;
   options.max_context = prompt_len + new_tokens + 1;
@@ -135,6 +143,7 @@ int run_decode_bench(Args& args) {
   const double tok_s = median(decode), first = median(ttft);
   const double roofline = bandwidth > 0 ? bandwidth / static_cast<double>(facts.weight_bytes) : 0;
   nlohmann::ordered_json out = {{"engine", "forja"},
+                                {"base_quant", base_quant},
                                 {"shape", shape},
                                 {"prompt_tokens", prompt_len},
                                 {"new_tokens", new_tokens},
@@ -174,5 +183,6 @@ int run_decode_bench(Args& args) {
 
 FORJA_BENCH(
     decode, "Batch-1 decode tok/s, time to first token and roofline at a real model shape",
-    "bench decode --shape tinyllama|mistral7b [--prompt N] [--new N] [--runs R] [--graphs on|off] [--json]",
+    "bench decode --shape tinyllama|mistral7b [--prompt N] [--new N] [--runs R] [--graphs on|off] "
+    "[--base-quant none|nf4] [--json]",
     forja::cli::run_decode_bench);

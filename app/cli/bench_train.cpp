@@ -51,7 +51,7 @@ forja::Batch random_batch(int64_t rows, int64_t seq, int64_t vocab, std::mt19937
 }
 
 int run_bench_train(forja::cli::Args& args) {
-  args.reject_unknown({"shape", "batch", "seq", "steps", "warmup", "recompute", "device"});
+  args.reject_unknown({"shape", "batch", "seq", "steps", "warmup", "recompute", "device", "base-quant"});
   const std::string shape = args.option_or("shape", "tinyllama");
   const int64_t batch = std::stoll(args.option_or("batch", "8"));
   const int64_t seq = std::stoll(args.option_or("seq", "1024"));
@@ -67,6 +67,14 @@ int run_bench_train(forja::cli::Args& args) {
 
   forja::ModelConfig config = forja::parse_model_config_text(shape_config(shape), shape);
   forja::RandomWeights weights(0, dtype, device);
+  const std::string base_quant = args.option_or("base-quant", "none");
+  if (base_quant == "nf4") {
+    forja::quant::Nf4Options nf4;  // QLoRA as training runs it: block 64, double quantization on
+    nf4.double_quant = true;
+    weights.set_nf4(nf4);
+  } else if (base_quant != "none") {
+    throw forja::Error("--base-quant takes none or nf4, got '" + base_quant + "'");
+  }
   auto model = forja::make_causal_lm(config, weights);
   forja::LoraOptions lo;  // r16 alpha32 on q/k/v/o/gate/up/down: the defaults
   auto adapters = forja::LoraAdapters::attach(*model, lo);
@@ -100,15 +108,16 @@ int run_bench_train(forja::cli::Args& args) {
                                 {"batch", batch},           {"seq", seq},
                                 {"steps", steps},           {"recompute", recompute},
                                 {"selective_checkpointing", selective},
+                                {"base_quant", base_quant},
                                 {"step_s", step_s},         {"tokens_per_s", tok_s},
                                 {"peak_gib", peak_gib},     {"lora_params", adapters->parameter_count()},
                                 {"loss_first", first_loss}, {"loss_last", last_loss}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf(
-        "forja train %s %lldx%lld%s: %.0f tokens/s (%.3f s/step), peak %.1f GiB allocated, loss %.3f -> "
+        "forja train %s%s %lldx%lld%s: %.0f tokens/s (%.3f s/step), peak %.1f GiB allocated, loss %.3f -> "
         "%.3f\n",
-        shape.c_str(), (long long)batch, (long long)seq, recompute ? " (recompute)" : "", tok_s, step_s,
+        shape.c_str(), base_quant == "nf4" ? " (nf4 base)" : "", (long long)batch, (long long)seq, recompute ? " (recompute)" : "", tok_s, step_s,
         peak_gib, first_loss, last_loss);
   }
   return 0;
@@ -118,5 +127,6 @@ int run_bench_train(forja::cli::Args& args) {
 
 FORJA_BENCH(
     train, "LoRA training tokens/s and peak GPU memory at a real shape (random weights)",
-    "bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--recompute on|selective] [--json]",
+    "bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--recompute on|selective] "
+    "[--base-quant none|nf4] [--json]",
     run_bench_train);

@@ -1,7 +1,9 @@
-// forja-cli export <model-dir> --adapter DIR --merge --out DIR [--dtype fp32|bf16|fp16]
+// forja-cli export <model-dir> --adapter DIR --merge --out DIR [--dtype fp32|bf16|fp16] [--base-quant nf4]
 // Folds a LoRA adapter (PEFT format) into the base weights and writes a plain Hugging Face model folder that
 // transformers loads with from_pretrained: safetensors (sharded past 4 GiB, with
-// model.safetensors.index.json), config.json and the tokenizer files copied from the base.
+// model.safetensors.index.json), config.json and the tokenizer files copied from the base. With --base-quant
+// nf4 (an adapter trained by QLoRA) the base is quantized as training had it and the adapter merged into its
+// dequantized weights, in --dtype (bf16 by default).
 #include <ATen/core/grad_mode.h>
 
 #include <cstdio>
@@ -31,7 +33,7 @@ const char* const kCopied[] = {"config.json",
 constexpr int64_t kShardBytes = int64_t{4} << 30;
 
 int run_export(forja::cli::Args& args) {
-  args.reject_unknown({"adapter", "out", "dtype"});
+  args.reject_unknown({"adapter", "out", "dtype", "base-quant", "nf4-double-quant"});
   const fs::path base = args.positional(0, "<model-dir>");
   const auto adapter = args.option("adapter");
   const auto out = args.option("out");
@@ -45,9 +47,20 @@ int run_export(forja::cli::Args& args) {
                        "Choose a new folder for the merged model.");
   forja::LoadOptions lo;
   if (auto d = args.option("dtype")) lo.dtype = forja::parse_dtype_name(*d);
+  const std::string base_quant = args.option_or("base-quant", "none");
+  if (base_quant == "nf4") {
+    lo.dtype = lo.dtype.value_or(at::kBFloat16);
+    lo.nf4 = forja::quant::Nf4Options{};
+    const std::string dq = args.option_or("nf4-double-quant", "on");
+    if (dq != "on" && dq != "off") throw forja::Error("--nf4-double-quant takes on or off, got '" + dq + "'");
+    lo.nf4->double_quant = dq == "on";  // as the training config's nf4_double_quant (default true)
+  } else if (base_quant != "none") {
+    throw forja::Error("--base-quant takes none or nf4, got '" + base_quant + "'");
+  }
   auto model = forja::load_causal_lm(base, lo);
   auto adapters = forja::load_peft_adapter(*model, *adapter);
-  adapters->merge_into_base();
+  adapters->merge_into_base(model->dtype());
+  forja::dequantize_nf4_base(*model);  // projections the adapter does not touch
 
   at::NoGradGuard no_grad;
   fs::create_directories(*out);
@@ -84,5 +97,7 @@ int run_export(forja::cli::Args& args) {
 }  // namespace
 
 FORJA_CLI_COMMAND(export, "Merge a LoRA adapter into its base model and write a Hugging Face model folder",
-                  "export <model-dir> --adapter DIR --merge --out DIR [--dtype fp32|bf16|fp16]", run_export,
+                  "export <model-dir> --adapter DIR --merge --out DIR [--dtype fp32|bf16|fp16] "
+                  "[--base-quant nf4 [--nf4-double-quant on|off]]",
+                  run_export,
                   {"merge"});

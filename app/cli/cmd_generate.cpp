@@ -181,5 +181,5 @@ FORJA_CLI_COMMAND(
     "generate <model-dir> (--prompt-ids 1,2,3 | --prompt TEXT) [--adapter DIR [--compare]] "
     "[--max-new N] [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] "
     "[--presence-penalty P] [--frequency-penalty F] [--seed S] [--stop TEXT] [--device cpu|cuda] "
-    "[--dtype fp32|bf16|fp16] [--max-context N] [--no-graphs] [--json]",
+    "[--dtype fp32|bf16|fp16] [--base-quant none|nf4] [--max-context N] [--no-graphs] [--json]",
     forja::cli::run_generate, {"json", "compare", "no-graphs"});
