@@ -27,6 +27,16 @@ Library::Library(const std::string& name) : lib_(name, /*keep_loaded=*/true) {
   if (!lib_.bind(device_total_mem_, "cuDeviceTotalMem_v2")) lib_.bind(device_total_mem_, "cuDeviceTotalMem");
   lib_.bind(device_get_attribute_, "cuDeviceGetAttribute");
   if (!lib_.bind(device_get_uuid_, "cuDeviceGetUuid_v2")) lib_.bind(device_get_uuid_, "cuDeviceGetUuid");
+  lib_.bind(device_can_access_peer_, "cuDeviceCanAccessPeer");
+}
+
+std::optional<bool> Library::can_access_peer(int from, int to) const {
+  Device a = 0, b = 0;
+  int can = 0;
+  if (!ready_ || !device_get_ || !device_can_access_peer_ || device_get_(&a, from) != kSuccess ||
+      device_get_(&b, to) != kSuccess || device_can_access_peer_(&can, a, b) != kSuccess)
+    return std::nullopt;
+  return can != 0;
 }
 
 std::string Library::error_string(Result r) const {

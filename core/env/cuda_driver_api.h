@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ class Library {
 
   int driver_version() const;                // 0 when unknown
   std::vector<DeviceFacts> devices() const;  // empty when not ready
+  // Whether device `from` can address device `to`'s memory directly (NVLink or PCIe P2P: what NCCL's
+  // multi-GPU collectives run over); nullopt when the driver cannot say.
+  std::optional<bool> can_access_peer(int from, int to) const;
 
  private:
   DynamicLibrary lib_;
@@ -64,6 +68,7 @@ class Library {
   Result (*device_total_mem_)(size_t*, Device) = nullptr;
   Result (*device_get_attribute_)(int*, int, Device) = nullptr;
   Result (*device_get_uuid_)(Uuid*, Device) = nullptr;
+  Result (*device_can_access_peer_)(int*, Device, Device) = nullptr;
   Result (*get_error_string_)(Result, const char**) = nullptr;
 };
 

@@ -273,6 +273,10 @@ Report probe(const ProbeOptions& options) {
     } else {
       match_cuda_devices(r.gpus, devices);
     }
+    for (const auto& a : devices)
+      for (const auto& b : devices)
+        if (a.ordinal != b.ordinal)
+          r.peer_access.push_back({a.ordinal, b.ordinal, cu.can_access_peer(a.ordinal, b.ordinal)});
   }
 
   if (options.probe_torch) r.torch = probe_torch();

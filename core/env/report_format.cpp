@@ -75,6 +75,14 @@ std::string report_text(const Report& r) {
       o << "      process " << p.pid << " " << (p.name.empty() ? "?" : p.name) << "  " << gib(p.used_bytes)
         << (p.is_self ? "  (this process)" : "") << "\n";
   }
+  // Multi-GPU training (forja-cli train --gpus N) runs NCCL over these links; without them through host
+  // memory.
+  if (!r.peer_access.empty()) {
+    o << "  peer access (CUDA indices):";
+    for (const auto& p : r.peer_access)
+      o << "  " << p.from << "->" << p.to << " " << yes_no(p.can, "yes", "NO");
+    o << "\n";
+  }
   o << "\n";
 
   const auto& t = r.torch;
@@ -160,6 +168,9 @@ std::string report_json(const Report& r, int indent) {
          {"power_limit_watts", opt(g.power_limit_watts)},
          {"processes", procs}});
   }
+  j["peer_access"] = json::array();
+  for (const auto& p : r.peer_access)
+    j["peer_access"].push_back({{"from", p.from}, {"to", p.to}, {"can", opt(p.can)}});
   const auto& t = r.torch;
   j["torch"] = {{"probed", t.probed},
                 {"version", t.version},

@@ -107,9 +107,17 @@ struct Finding {
   std::string fix;      // one sentence: what to do
 };
 
+// Between two GPUs CUDA lists (CUDA indices): whether `from` reaches `to`'s memory directly.
+struct PeerAccess {
+  int from = 0;
+  int to = 0;
+  std::optional<bool> can;  // nullopt: the driver did not say
+};
+
 struct Report {
   DriverInfo driver;
   std::vector<GpuInfo> gpus;
+  std::vector<PeerAccess> peer_access;  // every ordered pair of CUDA devices; empty with fewer than two
   TorchInfo torch;
   ToolkitInfo toolkit;
   BuildInfo build;

@@ -104,4 +104,12 @@ int cuDeviceGetUuid_v2(unsigned char* uuid, int dev) {
   return kSuccess;
 }
 
+// "cuda_peer_access": [[from, to], ...] by CUDA index; any other pair cannot.
+int cuDeviceCanAccessPeer(int* can, int from, int to) {
+  if (!can || !device(from) || !device(to)) return kInvalidDevice;
+  *can = 0;
+  for (const auto& p : fake_gpu::scenario().value("cuda_peer_access", nlohmann::json::array()))
+    if (p.at(0).get<int>() == from && p.at(1).get<int>() == to) *can = 1;
+  return kSuccess;
+}
 }  // extern "C"

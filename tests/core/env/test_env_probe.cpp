@@ -279,6 +279,23 @@ class TestEnvProbe : public QObject {
     QVERIFY(!find(r, "gpus-hidden"));
   }
 
+  // Peer access for every ordered pair of CUDA devices, as the (fake) driver answers it, in the text and
+  // JSON.
+  void peerAccessBetweenGpus() {
+    QVERIFY(probe_scenario("healthy.json").peer_access.empty());  // one GPU: no pairs
+    const Report r = probe_scenario("two_gpus_p2p.json");
+    QCOMPARE(int(r.peer_access.size()), 2);
+    for (const auto& p : r.peer_access) {
+      QVERIFY(p.can.has_value());
+      QCOMPARE(*p.can, p.from == 0 && p.to == 1);  // the scenario's only direct link
+    }
+    const std::string text = report_text(r);
+    QVERIFY2(text.find("peer access (CUDA indices):  0->1 yes  1->0 NO") != std::string::npos, text.c_str());
+    const auto j = nlohmann::json::parse(report_json(r));
+    QCOMPARE(j["peer_access"].size(), size_t(2));
+    QCOMPARE(j["peer_access"][0]["can"].get<bool>(), true);
+  }
+
   void environmentVariablesChooseTheLibraries() {
     qputenv("FORJA_FAKE_GPU_SCENARIO", QByteArray::fromStdString(kScenarios + "/healthy.json"));
     qputenv("FORJA_NVML_LIBRARY", FORJA_FAKE_NVML);
