@@ -39,12 +39,14 @@ Mode env_mode() {
 
 std::atomic<int> g_override{-1};  // -1: FORJA_KERNELS decides; 0 off; 1 on
 
-const char* kNotCompiled =
+// A literal (not a runtime concatenation) so that describe() can splice it in at compile time.
 #if !FORJA_TORCH_CUDA
-    "this build's LibTorch has no CUDA";
+#define FORJA_FUSED_NOT_COMPILED_WHY "this build's LibTorch has no CUDA"
 #else
-    "this build has no forja_kernels_fused (configured without nvcc, or FORJA_CUDA_KERNELS=OFF)";
+#define FORJA_FUSED_NOT_COMPILED_WHY \
+  "this build has no forja_kernels_fused (configured without nvcc, or FORJA_CUDA_KERNELS=OFF)"
 #endif
+const char* kNotCompiled = FORJA_FUSED_NOT_COMPILED_WHY;
 
 [[noreturn]] void throw_not_compiled() {
   throw Error(std::string("the fused CUDA kernels are not in this build: ") + kNotCompiled,
@@ -78,7 +80,8 @@ void set_enabled(bool on) {
 }
 
 std::string describe() {
-  if (!compiled_in()) return std::string("fused kernels: not compiled in (") + kNotCompiled + ")";
+  // One literal: GCC 12 flags building this string at run time (-Warray-bounds, a false positive).
+  if (!compiled_in()) return "fused kernels: not compiled in (" FORJA_FUSED_NOT_COMPILED_WHY ")";
   if (active()) return "fused kernels: active";
   return g_override.load() == 0 ? "fused kernels: off (switched off in this process)"
                                 : "fused kernels: off (FORJA_KERNELS=off)";
