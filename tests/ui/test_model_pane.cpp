@@ -90,6 +90,8 @@ void TestModelPane::opensFixtureModel() {
   QVERIFY2(fact(pane_, "train_memory")
                .contains(QRegularExpression(QStringLiteral("LoRA r16 at 4 × 1.?024 tokens"))),
            qPrintable(fact(pane_, "train_memory")));
+  QVERIFY2(fact(pane_, "train_memory").contains(QStringLiteral("with a 4-bit base (QLoRA)")),
+           qPrintable(fact(pane_, "train_memory")));
   QCOMPARE(fact(pane_, "dtype"), QStringLiteral("F32"));
   QCOMPARE(fact(pane_, "rope"), QStringLiteral("RoPE, theta 10000"));
   // 102,720 parameters: embed 320·64 + 2 layers × (q 64·64 + k 16·64 + v 16·64 + o 64·64 + 3 MLP 160·64 + 2

@@ -174,6 +174,17 @@ void TestTrainPane::memoryEstimateFollowsTheSettings() {
   QVERIFY(estimate->text() != small);  // more rows, more activations
   pane_->findChild<QCheckBox*>(QStringLiteral("trainCheckpointing"))->setChecked(true);
   QVERIFY(estimate->text() != small);
+  // The 4-bit base (QLoRA) shrinks the weights, and goes into the config as base_quant.
+  const QString checkpointed = estimate->text();
+  auto* base_4bit = pane_->findChild<QCheckBox*>(QStringLiteral("trainBase4bit"));
+  base_4bit->setChecked(true);
+  QVERIFY(estimate->text() != checkpointed);
+  QCOMPARE(QJsonDocument::fromJson(pane_->config_json().toUtf8()).object().value(QStringLiteral("base_quant")).toString(),
+           QStringLiteral("nf4"));
+  base_4bit->setChecked(false);
+  QCOMPARE(estimate->text(), checkpointed);
+  QCOMPARE(QJsonDocument::fromJson(pane_->config_json().toUtf8()).object().value(QStringLiteral("base_quant")).toString(),
+           QStringLiteral("none"));
 }
 
 void TestTrainPane::dataSettingsGoIntoTheConfig() {

@@ -206,12 +206,20 @@ void ModelPane::show_model(const forja::ModelInfo& info) {
       tr("about %1 (bf16, %2 tokens of context)")
           .arg(format_bytes(forja::estimate_chat_memory(shape, context).total()), number(context)));
   const forja::TrainShape train;  // the common LoRA recipe: r16 on the 7 projections, 4 × 1024
-  facts_[QStringLiteral("train_memory")]->setText(
+  forja::TrainShape checkpointed = train;
+  checkpointed.activation_checkpointing = true;
+  QString train_text =
       tr("about %1 for LoRA r%2 at %3 × %4 tokens (%5 with activation checkpointing)")
           .arg(format_bytes(forja::estimate_train_memory(shape, train).total()), number(train.lora_rank),
                number(train.batch_size), number(train.seq_len),
-               format_bytes(
-                   forja::estimate_train_memory(shape, {4, 1024, 16, train.target_modules, true}).total())));
+               format_bytes(forja::estimate_train_memory(shape, checkpointed).total()));
+  if (!shape.gpt2) {  // QLoRA: Llama-family models
+    forja::TrainShape qlora = checkpointed;
+    qlora.nf4_base = true;
+    train_text += tr("; %1 with a 4-bit base (QLoRA) and checkpointing")
+                      .arg(format_bytes(forja::estimate_train_memory(shape, qlora).total()));
+  }
+  facts_[QStringLiteral("train_memory")]->setText(train_text);
   facts_box_->show();
   const QString demo = demo_dir();
   demo_note_->setVisible(!demo.isEmpty() && QDir(dir) == QDir(demo + QStringLiteral("/model")));

@@ -87,6 +87,8 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   dtype_->addItems(
       {QStringLiteral("auto"), QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")});
   checkpointing_ = new QCheckBox(tr("Activation checkpointing (less memory, ~30% slower)"));
+  base_4bit_ = new QCheckBox(tr("4-bit base (QLoRA): the base model's projections in NF4, about a quarter of "
+                                "its memory; Llama-family models"));
   packing_ = new QCheckBox(tr("Pack short examples into full rows (faster on short data)"));
   const QList<std::pair<QWidget*, const char*>> named = {{rank_, "trainRank"},
                                                          {alpha_, "trainAlpha"},
@@ -106,6 +108,7 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
                                                          {device_, "trainDevice"},
                                                          {dtype_, "trainDtype"},
                                                          {checkpointing_, "trainCheckpointing"},
+                                                         {base_4bit_, "trainBase4bit"},
                                                          {packing_, "trainPacking"}};
   for (const auto& [w, name] : named) w->setObjectName(QString::fromLatin1(name));
 
@@ -154,6 +157,7 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
     return row;
   }());
   form->addRow(checkpointing_);
+  form->addRow(base_4bit_);
   form->addRow(packing_);
   estimate_ = new QLabel;
   estimate_->setObjectName(QStringLiteral("trainMemoryEstimate"));
@@ -162,6 +166,7 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   for (QSpinBox* b : {rank_, batch_, max_len_})
     connect(b, &QSpinBox::valueChanged, this, &TrainPane::update_estimate);
   connect(checkpointing_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
+  connect(base_4bit_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
   auto* form_box = new QWidget;
   form_box->setLayout(form);
   auto* scroll = new QScrollArea;
@@ -396,6 +401,7 @@ void TrainPane::update_estimate() {
   t.seq_len = max_len_->value();
   t.lora_rank = rank_->value();
   t.activation_checkpointing = checkpointing_->isChecked();
+  t.nf4_base = base_4bit_->isChecked();
   const forja::MemoryEstimate m = forja::estimate_train_memory(*shape_, t);
   estimate_->setText(tr("Estimated GPU memory: about %1 (weights %2, LoRA and optimizer %3, activations %4). "
                         "Rows shorter than the max length take less.")
@@ -443,6 +449,7 @@ QString TrainPane::config_json() const {
   c.max_steps = steps_->value();
   c.grad_accum = accum_->value();
   c.activation_checkpointing = checkpointing_->isChecked();
+  c.base_quant = base_4bit_->isChecked() ? "nf4" : "none";
   c.eval_every = eval_every_->value();
   c.checkpoint_every = ckpt_every_->value();
   c.seed = static_cast<uint64_t>(seed_->value());
@@ -508,6 +515,7 @@ bool TrainPane::restore_run(const QString& config_json, qint64 worker_pid) {
   device_->setCurrentText(q(c.device));
   dtype_->setCurrentText(q(c.dtype));
   checkpointing_->setChecked(c.activation_checkpointing);
+  base_4bit_->setChecked(c.base_quant == "nf4");
   packing_->setChecked(c.packing);
   model_dir_ = q(c.model_dir);  // set_dataset shows it, through set_model_dir
   set_dataset(q(c.train_file), QJsonObject{{QStringLiteral("data_format"), q(c.data_format)},

@@ -87,7 +87,7 @@ class TrainPane : public Pane {
   QSpinBox *rank_, *steps_, *batch_, *accum_, *max_len_, *warmup_, *eval_every_, *ckpt_every_, *seed_;
   QDoubleSpinBox *alpha_, *dropout_, *lr_, *weight_decay_, *clip_;
   QComboBox *schedule_, *device_, *dtype_;
-  QCheckBox *checkpointing_, *packing_;
+  QCheckBox *checkpointing_, *base_4bit_, *packing_;
   QPushButton *start_, *pause_, *stop_, *export_;
   QProgressBar* progress_;
   QLabel* status_;
