@@ -1,6 +1,25 @@
 # Batch-1 decode (issue 5), sourced by `bench/run_gpu.sh decode` after the CUDA build: forja-cli bench decode
 # with our decode kernels (kernels/decode) vs transformers' generate in the same run, at the TinyLlama-1.1B and
 # Mistral-7B shapes with 128- and 2048-token prompts; then ours with the kernels off (the stock LibTorch step).
+if [[ -n ${DECODE_PROFILE:-} ]]; then
+  # Where a TinyLlama-shaped decode step's time goes: kernel time by name from a Kineto trace of 20 steps.
+  step "decode profile (TinyLlama shape, CUDA graphs, kernels on)"
+  FORJA_DECODE_PROFILE=/tmp/decode_trace.json build-cuda/tests/gpu/infer/test_gpu_decode_kernels 2>&1 | tail -3
+  python3 - /tmp/decode_trace.json <<'PY'
+import collections, json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+k = [e for e in ev if e.get("cat") == "kernel"]
+by = collections.defaultdict(lambda: [0.0, 0])
+for e in k:
+    by[e["name"][:90]][0] += e["dur"]; by[e["name"][:90]][1] += 1
+span = (max(e["ts"] + e["dur"] for e in k) - min(e["ts"] for e in k)) if k else 0
+busy = sum(v[0] for v in by.values())
+print(f"20 steps: {len(k)} kernels, {busy / 20:.1f} us of kernel time per step, span {span / 20:.1f} us per step")
+for name, (dur, n) in sorted(by.items(), key=lambda x: -x[1][0])[:16]:
+    print(f"{dur / 20:8.1f} us/step {n // 20:4d}/step {dur / n:7.2f} us each  {name}")
+PY
+  [[ $DECODE_PROFILE == only ]] && return 0
+fi
 step "decode: Forja (kernels on) vs HF generate"
 python3 bench/decode_bench.py --cli "$CLI" ${DECODE_SKIP_HF:+--skip-hf} 2>&1 | tail -7
 [[ -n ${DECODE_SKIP_OFF:-} ]] && return 0

@@ -11,6 +11,12 @@
 #include <string>
 #include <vector>
 
+#if FORJA_TORCH_CUDA
+#include <torch/csrc/autograd/profiler_kineto.h>
+#endif
+
+#include <cstdlib>
+
 #include "causal_lm.h"
 #include "decode_kernels.h"
 #include "engine.h"
@@ -221,6 +227,39 @@ void compare_decoders(const std::string& what, forja::ModelConfig c, bool graphs
               static_cast<long long>(steps));
 }
 
+// With FORJA_DECODE_PROFILE=<trace.json>: a TinyLlama-1.1B-shaped model (random weights), the time per greedy
+// step through the runner (CUDA graphs on), and a Kineto trace of 20 steps for bench/gpu/decode.sh to sum up.
+void profile_tinyllama(const char* path) {
+#if FORJA_TORCH_CUDA
+  forja::ModelConfig c = forja::parse_model_config(forja_test::fixture_dir("llama") / "config.json");
+  c.vocab_size = 32000, c.hidden_size = 2048, c.intermediate_size = 5632, c.num_layers = 22, c.num_heads = 32;
+  c.num_kv_heads = 4, c.head_dim = 64, c.max_position_embeddings = 4096, c.tie_word_embeddings = false;
+  forja::RandomWeights w(3, at::kBFloat16, kCuda);
+  auto e = engine(forja::make_causal_lm(c, w), true, 512);
+  std::vector<int64_t> prompt(128, 7);
+  at::Tensor l = e->decoder().prefill(at::tensor(prompt), 0);
+  int32_t token = static_cast<int32_t>(l.argmax().item<int64_t>());
+  int64_t pos = 128;
+  for (int i = 0; i < 20; ++i) token = e->runner().step(token, pos++).best;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 200; ++i) token = e->runner().step(token, pos++).best;
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 200;
+  std::printf("tinyllama shape: %.3f ms per greedy step through the runner (%.0f tok/s)\n", ms, 1000 / ms);
+  namespace prof = torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  const torch::profiler::impl::ProfilerConfig cfg(torch::profiler::impl::ProfilerState::KINETO);
+  const std::set<ActivityType> acts{ActivityType::CPU, ActivityType::CUDA};
+  prof::prepareProfiler(cfg, acts);
+  prof::enableProfiler(cfg, acts);
+  for (int i = 0; i < 20; ++i) token = e->runner().step(token, pos++).best;
+  prof::disableProfiler()->save(path);
+  std::printf("trace of 20 steps: %s\n", path);
+#else
+  std::printf("no profile: this LibTorch has no CUDA (%s)\n", path);
+#endif
+}
+
 }  // namespace
 
 int main() {
@@ -228,6 +267,10 @@ int main() {
   if (!forja::infer::decode_kernels::compiled_in()) forja_test::skip("this build has no kernels/decode");
   at::NoGradGuard no_grad;
   at::manual_seed(0);
+  if (const char* path = std::getenv("FORJA_DECODE_PROFILE")) {
+    profile_tinyllama(path);
+    return forja_test::finish("gpu decode kernels (profile only)");
+  }
 
   for (auto pro : {FORJA_DECODE_PLAIN, FORJA_DECODE_RMSNORM, FORJA_DECODE_SWIGLU}) {
     gemv_case(pro, 1, 8, false, false);
