@@ -161,10 +161,15 @@ LaunchResult launch_workers(const LaunchOptions& o) {
     if (!failed_now.empty() && r.first_failed < 0) {
       r.first_failed = static_cast<int>(failed_now.front());
       const WorkerExit& w = r.workers[failed_now.front()];
-      kill_at = Clock::now() + o.grace;
+      // Rank 0 ending by itself (after an error) has written its checkpoint: the others have nothing left to
+      // save and are likely stuck in a collective, so they go at once. Otherwise they get the grace period
+      // (rank 0 writing, or rank 1 when rank 0 is gone).
+      const bool saved = w.rank == 0 && WIFEXITED(w.wait_status);
+      const std::chrono::seconds wait = saved ? std::chrono::seconds(1) : o.grace;
+      kill_at = Clock::now() + wait;
       if (alive > 0)
         say("rank " + std::to_string(w.rank) + " " + w.description + "; the other ranks get " +
-            std::to_string(o.grace.count()) + " s to stop");
+            std::to_string(wait.count()) + " s to stop");
     }
     if (o.stop && o.stop->load() && !forwarded_stop) {
       forwarded_stop = true;

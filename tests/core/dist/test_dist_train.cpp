@@ -146,11 +146,18 @@ class TestDistTrain : public QObject {
   QTemporaryDir tmp_;
   fs::path root_, data_;
 
-  void kill_mid_run(int victim) {
+  // Sends `sig` to rank `victim` once rank 0 has reported 3 steps; the run must stop within 30 s with one
+  // valid checkpoint of at least the last reported step, and the launcher's error must start with
+  // `first_failure`.
+  void stop_mid_run(int victim, int sig, const QString& first_failure) {
     // Far more steps than the test waits for; checkpoints only when the run stops.
-    const fs::path dir = root_ / ("kill" + std::to_string(victim));
+    const fs::path dir = root_ / ("rank" + std::to_string(victim) + "-signal" + std::to_string(sig));
     const fs::path config = write_config(dir, data_, 1, 100000, 0);
     QProcess p;
+    // A stopped worker never closes its connections: the others' collectives give up after this timeout.
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("FORJA_DIST_TIMEOUT_S", "3");
+    p.setProcessEnvironment(env);
     p.start(FORJA_CLI_PATH, {"train", QString::fromStdString(config.string()), "--json-progress",
                              "--no-journal", "--nproc", "2"});
     QVERIFY(p.waitForStarted(10000));
@@ -174,21 +181,29 @@ class TestDistTrain : public QObject {
       QVERIFY2(p.state() == QProcess::Running, err.constData());
     }
     QVERIFY2(last_step >= 3 && pid > 0, err.constData());
-    QCOMPARE(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
+    QCOMPARE(::kill(static_cast<pid_t>(pid), sig), 0);
     clock.restart();
-    // Gloo sees the closed connection at once; 30 s leaves room for a loaded machine, far below the timeout.
+    // Gloo sees a closed connection at once and a silent one after the 3 s timeout; 30 s leaves room for a
+    // loaded machine.
     if (!p.waitForFinished(30000)) {
+      ::kill(static_cast<pid_t>(pid), SIGKILL);
       p.kill();
-      QFAIL("the launcher did not stop within 30 s of a worker's death");
+      QFAIL("the launcher did not stop within 30 s");
     }
     err += p.readAllStandardError();
     qInfo("stopped %lld ms after the kill:\n%s", static_cast<long long>(clock.elapsed()), err.constData());
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QCOMPARE(p.exitCode(), 1);
     const QString message = QString::fromUtf8(err);
-    QVERIFY2(message.contains(
-                 QString("the run stopped: rank %1 (pid %2) was killed by signal 9").arg(victim).arg(pid)),
+    QVERIFY2(message.contains("the run stopped: " +
+                              (first_failure.contains("%1") ? first_failure.arg(pid) : first_failure)),
              err.constData());
+    if (sig == SIGSTOP)
+      QVERIFY2(message.contains(
+                   QString("rank %1 (pid %2) was killed by signal 9 (Killed) after the launcher stopped it")
+                       .arg(victim)
+                       .arg(pid)),
+               err.constData());
     const auto ckpts = forja::train::list_checkpoints(dir / "run/checkpoints");
     QCOMPARE(int(ckpts.size()), 1);
     QCOMPARE(forja::train::checkpoint_problem(ckpts.back()), std::string());
@@ -256,10 +271,13 @@ class TestDistTrain : public QObject {
 
   // SIGKILL to rank 1 mid-run: the launcher stops, says that rank 1 was killed, and rank 0 has written a
   // valid checkpoint of the last step it completed.
-  void killed_rank1_stops_the_run() { kill_mid_run(1); }
+  void killed_rank1_stops_the_run() { stop_mid_run(1, SIGKILL, "rank 1 (pid %1) was killed by signal 9"); }
   // The same for rank 0 (which serves the rendezvous store and normally writes checkpoints): rank 1 writes
   // it.
-  void killed_rank0_stops_the_run() { kill_mid_run(0); }
+  void killed_rank0_stops_the_run() { stop_mid_run(0, SIGKILL, "rank 0 (pid %1) was killed by signal 9"); }
+  // A hung rank 1 (SIGSTOP): rank 0's collective times out, it writes the checkpoint and fails, and the
+  // launcher kills the stopped rank.
+  void hung_rank1_stops_the_run() { stop_mid_run(1, SIGSTOP, "rank 0 (pid "); }
 
   // The launcher's own report, without torch: a worker that exits with a status names its rank and status.
   void launcher_reports_the_failed_rank() {
