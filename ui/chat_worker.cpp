@@ -113,11 +113,12 @@ void ChatWorker::load_model(const QString& model_dir, const forja::EngineOptions
         session_.reset();  // the old model's memory is freed before the new one is read
         session_ = std::make_unique<forja::ChatSession>(model_dir.toStdString(), options);
         const forja::ModelFacts f = session_->generator().facts();
-        Q_EMIT model_loaded(model_dir,
-                            tr("%1 on %2 (%3), context %4 tokens")
-                                .arg(QString::fromStdString(f.family), QString::fromStdString(f.device),
-                                     QString::fromStdString(f.dtype))
-                                .arg(f.max_context));
+        QString description = tr("%1 on %2 (%3), context %4 tokens")
+                                  .arg(QString::fromStdString(f.family), QString::fromStdString(f.device),
+                                       QString::fromStdString(f.dtype))
+                                  .arg(f.max_context);
+        if (options.base_quant == "nf4") description += tr(", 4-bit base (NF4)");
+        Q_EMIT model_loaded(model_dir, description);
       },
       [this, model_dir](const QString& message, const QString& hint) {
         session_.reset();

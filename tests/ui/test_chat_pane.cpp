@@ -170,6 +170,7 @@ class TestChatPane : public QObject {
   void adapterSwitchesWithoutReload();
   void compareShowsBothAnswersWithScores();
   void chatsAreKeptAndReopen();
+  void fourBitBaseReloadsAndKeepsTheChat();
   void modelWithoutTokenizerShowsError();
   void staysResponsiveWhileGenerating();
 
@@ -490,6 +491,52 @@ void TestChatPane::chatsAreKeptAndReopen() {
   QVERIFY(window_->context().journal->chats().empty());
   QCOMPARE(pane_->chat_id(), int64_t{0});
   QVERIFY(child<QTextBrowser>("conversation")->toPlainText().isEmpty());
+}
+
+// The 4-bit choice reloads the model with an NF4 base (the adapter with it), keeps the conversation, and
+// switching back gives the full-precision answers again.
+void TestChatPane::fourBitBaseReloadsAndKeepsTheChat() {
+  open_model(model_dir_);
+  QSignalSpy adapter_ready(pane_, &ChatPane::adapter_ready);
+  pane_->open_adapter(adapter_dir_);
+  QTRY_COMPARE_WITH_TIMEOUT(adapter_ready.count(), 1, 30000);
+  child<QSpinBox>("maxNewTokens")->setValue(16);
+  auto fresh_answer = [&] {
+    QTest::mouseClick(child<QPushButton>("newChat"), Qt::LeftButton);
+    send_message(QStringLiteral("Hi"));
+    return last_reply().text;
+  };
+  const QString full = fresh_answer();
+  QVERIFY(!full.isEmpty());
+  const int64_t chat = pane_->chat_id();
+  const qint64 first_prompt = last_reply().prompt_tokens;
+
+  auto* base_4bit = child<QCheckBox>("base4bit");
+  QVERIFY(base_4bit->isEnabled() && !base_4bit->isChecked());
+  toggle(base_4bit);
+  QVERIFY(!pane_->model_ready());  // reloading
+  QTRY_VERIFY_WITH_TIMEOUT(pane_->model_ready(), 30000);
+  QTRY_COMPARE_WITH_TIMEOUT(adapter_ready.count(), 2, 30000);  // the adapter came back on the new base
+  QVERIFY2(child<QLabel>("chatModel")->text().contains(QStringLiteral("4-bit base (NF4)")),
+           qPrintable(child<QLabel>("chatModel")->text()));
+  QVERIFY(child<QCheckBox>("adapterOn")->isChecked());
+  // The same chat goes on: the new engine was given the earlier turns (the prompt holds them), and the second
+  // exchange lands in the same chat.
+  send_message(QStringLiteral("And then?"));
+  QVERIFY(!last_reply().text.isEmpty());
+  QVERIFY2(last_reply().prompt_tokens > first_prompt + 10,
+           qPrintable(QString::number(last_reply().prompt_tokens)));
+  QCOMPARE(pane_->chat_id(), chat);
+  QCOMPARE(window_->context().journal->messages(chat).size(), size_t{4});
+  const QString quantized = fresh_answer();
+  QVERIFY(!quantized.isEmpty());
+  QVERIFY2(quantized != full, qPrintable(quantized));  // the 4-bit base answers differently
+
+  toggle(base_4bit);
+  QTRY_VERIFY_WITH_TIMEOUT(pane_->model_ready(), 30000);
+  QTRY_COMPARE_WITH_TIMEOUT(adapter_ready.count(), 3, 30000);
+  QVERIFY(!child<QLabel>("chatModel")->text().contains(QStringLiteral("NF4")));
+  QCOMPARE(fresh_answer(), full);  // full precision again, the same greedy answer
 }
 
 void TestChatPane::modelWithoutTokenizerShowsError() {

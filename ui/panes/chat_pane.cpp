@@ -213,6 +213,22 @@ ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent)
     status_->setText(on ? tr("Adapter on: answers come from the fine-tuned model.")
                         : tr("Adapter off: answers come from the base model."));
   });
+  base_4bit_ = new QCheckBox(tr("4-bit base (NF4)"));
+  base_4bit_->setObjectName(QStringLiteral("base4bit"));
+  base_4bit_->setToolTip(
+      tr("Quantize the base model's projections to 4 bits as it loads (QLoRA's NF4): about a quarter of the "
+         "memory for the weights, slightly different answers. Reloads the model; the conversation is kept."));
+  connect(base_4bit_, &QCheckBox::toggled, this, [this] {
+    if (model_dir_.isEmpty() || loaded_dir_.isEmpty()) return;  // the choice applies at the next load
+    model_ready_ = false;
+    if (!adapter_dir_.isEmpty()) {
+      adapter_loaded_ = false;
+      adapter_label_->setText(tr("Adapter %1 loads with the model.").arg(QFileInfo(adapter_dir_).fileName()));
+    }
+    update_controls();
+    Q_EMIT model_ready_changed(false);
+    if (isVisible()) load_model_if_needed();
+  });
   load_adapter_ = new QPushButton(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("Load Adapter…"));
   load_adapter_->setObjectName(QStringLiteral("loadAdapter"));
   connect(load_adapter_, &QPushButton::clicked, this, [this] {
@@ -230,6 +246,7 @@ ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   form->addRow(tr("Max new tokens:"), max_new_tokens_);
   form->addRow(tr("Repetition penalty:"), repetition_penalty_);
   form->addRow(tr("Seed:"), seed_);
+  form->addRow(tr("Base weights:"), base_4bit_);
   auto* adapter_box = new QGroupBox(tr("Adapter"));
   auto* adapter_layout = new QVBoxLayout(adapter_box);
   adapter_layout->addWidget(adapter_label_);
@@ -347,12 +364,23 @@ void ChatPane::set_model_dir(const QString& dir) {
 }
 
 void ChatPane::load_model_if_needed() {
-  if (model_dir_.isEmpty() || loaded_dir_ == model_dir_) return;
+  const QString quant = base_4bit_->isChecked() ? QStringLiteral("nf4") : QStringLiteral("none");
+  if (model_dir_.isEmpty() || (loaded_dir_ == model_dir_ && loaded_quant_ == quant)) return;
+  const bool same_model = loaded_dir_ == model_dir_;  // only the base's precision changes
   loaded_dir_ = model_dir_;
+  loaded_quant_ = quant;
   ++pending_loads_;
   model_label_->setText(tr("Loading %1…").arg(QDir::toNativeSeparators(model_dir_)));
-  worker_->load_model(model_dir_);
+  forja::EngineOptions options;
+  options.base_quant = quant.toStdString();
+  worker_->load_model(model_dir_, options);
   if (!adapter_dir_.isEmpty()) worker_->load_adapter(adapter_dir_);  // queued after the model
+  if (same_model && !shown_.isEmpty()) {
+    // The new engine starts empty: it gets the conversation on screen, so the chat goes on where it was.
+    std::vector<forja::ChatTurn> turns;
+    for (const auto& m : shown_) turns.push_back({m.role.toStdString(), m.text.toStdString()});
+    worker_->set_conversation(system_prompt_->toPlainText().trimmed(), turns);
+  }
   update_controls();
 }
 
@@ -709,6 +737,7 @@ void ChatPane::update_controls() {
   compare_mode_->setEnabled(idle && adapter_loaded_);
   adapter_on_->setVisible(adapter_loaded_);
   adapter_on_->setEnabled(idle);
+  base_4bit_->setEnabled(idle);
   load_adapter_->setEnabled(idle && !model_dir_.isEmpty());
 }
 

@@ -107,9 +107,10 @@ class ChatPane : public Pane {
   QString stop_text(forja::StopReason stop) const;
 
   ChatWorker* worker_;
-  QString model_dir_;    // the model to chat with
-  QString loaded_dir_;   // the model the worker holds (or is loading)
-  QString adapter_dir_;  // the adapter asked for; loaded once adapter_loaded_
+  QString model_dir_;     // the model to chat with
+  QString loaded_dir_;    // the model the worker holds (or is loading)
+  QString loaded_quant_;  // its base weights: "none" or "nf4"
+  QString adapter_dir_;   // the adapter asked for; loaded once adapter_loaded_
   int pending_loads_ = 0;
   bool model_ready_ = false;
   bool adapter_loaded_ = false;
@@ -140,6 +141,7 @@ class ChatPane : public Pane {
   QSpinBox *top_k_, *max_new_tokens_, *seed_;
   QLabel* adapter_label_;
   QCheckBox* adapter_on_;
+  QCheckBox* base_4bit_;  // the base's projections in 4 bits (NF4): a reload, the conversation kept
 };
 
 }  // namespace forja::ui
