@@ -41,7 +41,8 @@ QString TrainWorker::cli_path() {
   return QStringLiteral("forja-cli");  // on PATH
 }
 
-bool TrainWorker::start(const QString& config_path, const QString& output_dir, const QString& journal_path) {
+bool TrainWorker::start(const QString& config_path, const QString& output_dir, const QString& journal_path,
+                        const QStringList& extra_args) {
   if (running()) {
     error_ = tr("A training run is already going in this window.");
     return false;
@@ -61,6 +62,7 @@ bool TrainWorker::start(const QString& config_path, const QString& output_dir, c
   p.setProgram(cli_path());
   QStringList args = {QStringLiteral("train"), config_path, QStringLiteral("--json-progress")};
   if (!journal_path.isEmpty()) args << QStringLiteral("--journal") << journal_path;
+  args << extra_args;
   p.setArguments(args);
   p.setStandardOutputFile(progress, QIODevice::Append);
   p.setStandardErrorFile(QDir(output_dir).filePath(QStringLiteral("worker.log")), QIODevice::Append);

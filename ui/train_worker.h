@@ -26,7 +26,9 @@ class TrainWorker : public QObject {
   // Starts the worker on `config_path` (a TrainConfig JSON) writing into `output_dir`. False with error() set
   // when the process could not start.
   // The run goes into the journal at `journal_path` (the window's), or forja-cli's default one when empty.
-  bool start(const QString& config_path, const QString& output_dir, const QString& journal_path = {});
+  // `extra_args` go after the config (e.g. --nproc 2 / --gpus 2 for a data-parallel run).
+  bool start(const QString& config_path, const QString& output_dir, const QString& journal_path = {},
+             const QStringList& extra_args = {});
   // Follows a worker that is already running (pid) or has run, by reading output_dir/progress.jsonl.
   void attach(const QString& output_dir, qint64 pid);
   // Asks the worker to pause: it writes a checkpoint and exits (SIGTERM). Resuming is start() with the same

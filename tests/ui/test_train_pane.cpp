@@ -66,6 +66,7 @@ class TestTrainPane : public QObject {
   void dataSettingsGoIntoTheConfig();
   void windowRestartFollowsTheRunningWorker();
   void memoryEstimateFollowsTheSettings();
+  void twoWorkersTrainOneRun();
 
  private:
   void configure(int steps, int checkpoint_every);
@@ -140,6 +141,42 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QCOMPARE(window_->current_pane(), 4);
 }
 
+// Two data-parallel workers on the CPU (forja-cli train --nproc 2, Gloo): one run, its steps plotted, the
+// adapter written once by rank 0, the journal's row completed. "auto" with several workers asks for a device
+// first.
+void TestTrainPane::twoWorkersTrainOneRun() {
+  configure(4, 0);
+  auto* workers = pane_->findChild<QSpinBox*>(QStringLiteral("trainWorkers"));
+  workers->setValue(2);
+  pane_->findChild<QComboBox*>(QStringLiteral("trainDevice"))->setCurrentText(QStringLiteral("auto"));
+  auto* start = pane_->findChild<QPushButton*>(QStringLiteral("trainStart"));
+  QTest::mouseClick(start, Qt::LeftButton);
+  QVERIFY(!pane_->running());
+  auto* box = pane_->findChild<forja::ui::ErrorBox*>();
+  QVERIFY(box && box->isVisible() && box->message().contains(QStringLiteral("cuda")));
+
+  pane_->findChild<QComboBox*>(QStringLiteral("trainDevice"))->setCurrentText(QStringLiteral("cpu"));
+  QSignalSpy finished(pane_, &TrainPane::run_finished);
+  QTest::mouseClick(start, Qt::LeftButton);
+  QVERIFY(pane_->running());
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+  const QJsonObject r = finished.at(0).at(0).toJsonObject();
+  QCOMPARE(r.value(QStringLiteral("outcome")).toString(), QStringLiteral("finished"));
+  QCOMPARE(r.value(QStringLiteral("steps")).toInt(), 4);
+  QCOMPARE(pane_->plotted_steps(), 4);
+  QVERIFY(QFile::exists(r.value(QStringLiteral("adapter")).toString() +
+                        QStringLiteral("/adapter_model.safetensors")));
+  // The launcher started two ranks (its messages are in the worker's log).
+  QFile log(tmp_->filePath(QStringLiteral("run/worker.log")));
+  QVERIFY(log.open(QIODevice::ReadOnly));
+  const QByteArray text = log.readAll();
+  QVERIFY2(text.contains("rank 0 is pid") && text.contains("rank 1 is pid"), text.constData());
+  window_->show_pane(3);
+  auto* runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
+  QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItemCount(), 1, 5000);
+  QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItem(0)->text(1), QStringLiteral("completed"), 5000);
+}
+
 void TestTrainPane::windowRestartFollowsTheRunningWorker() {
   // Closing the window leaves the run going; the next window finds it in the journal, replays its curve and
   // follows it to the end.
@@ -179,11 +216,17 @@ void TestTrainPane::memoryEstimateFollowsTheSettings() {
   auto* base_4bit = pane_->findChild<QCheckBox*>(QStringLiteral("trainBase4bit"));
   base_4bit->setChecked(true);
   QVERIFY(estimate->text() != checkpointed);
-  QCOMPARE(QJsonDocument::fromJson(pane_->config_json().toUtf8()).object().value(QStringLiteral("base_quant")).toString(),
+  QCOMPARE(QJsonDocument::fromJson(pane_->config_json().toUtf8())
+               .object()
+               .value(QStringLiteral("base_quant"))
+               .toString(),
            QStringLiteral("nf4"));
   base_4bit->setChecked(false);
   QCOMPARE(estimate->text(), checkpointed);
-  QCOMPARE(QJsonDocument::fromJson(pane_->config_json().toUtf8()).object().value(QStringLiteral("base_quant")).toString(),
+  QCOMPARE(QJsonDocument::fromJson(pane_->config_json().toUtf8())
+               .object()
+               .value(QStringLiteral("base_quant"))
+               .toString(),
            QStringLiteral("none"));
 }
 

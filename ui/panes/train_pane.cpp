@@ -83,12 +83,17 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   seed_ = int_box(0, 2147483647, 42);
   device_ = new QComboBox;
   device_->addItems({QStringLiteral("auto"), QStringLiteral("cuda"), QStringLiteral("cpu")});
+  workers_ = int_box(1, 64, 1);
+  workers_->setToolTip(tr(
+      "Data-parallel workers, each with a copy of the model: one per GPU on cuda (NCCL), or processes on the "
+      "cpu (Gloo). Each takes batch × accumulation rows per step, so the step's batch grows with them."));
   dtype_ = new QComboBox;
   dtype_->addItems(
       {QStringLiteral("auto"), QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")});
   checkpointing_ = new QCheckBox(tr("Activation checkpointing (less memory, ~30% slower)"));
-  base_4bit_ = new QCheckBox(tr("4-bit base (QLoRA): the base model's projections in NF4, about a quarter of "
-                                "its memory; Llama-family models"));
+  base_4bit_ =
+      new QCheckBox(tr("4-bit base (QLoRA): the base model's projections in NF4, about a quarter of "
+                       "its memory; Llama-family models"));
   packing_ = new QCheckBox(tr("Pack short examples into full rows (faster on short data)"));
   const QList<std::pair<QWidget*, const char*>> named = {{rank_, "trainRank"},
                                                          {alpha_, "trainAlpha"},
@@ -107,6 +112,7 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
                                                          {seed_, "trainSeed"},
                                                          {device_, "trainDevice"},
                                                          {dtype_, "trainDtype"},
+                                                         {workers_, "trainWorkers"},
                                                          {checkpointing_, "trainCheckpointing"},
                                                          {base_4bit_, "trainBase4bit"},
                                                          {packing_, "trainPacking"}};
@@ -156,6 +162,7 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
     l->addWidget(dtype_);
     return row;
   }());
+  form->addRow(tr("Workers (GPUs / processes):"), workers_);
   form->addRow(checkpointing_);
   form->addRow(base_4bit_);
   form->addRow(packing_);
@@ -463,6 +470,11 @@ void TrainPane::start() {
                        tr("Open a model folder in the Model pane and a dataset in the Data pane."));
     return;
   }
+  if (workers_->value() > 1 && device_->currentText() == QLatin1String("auto")) {
+    error_->show_error(tr("Several workers need a device: cuda (one GPU each) or cpu."),
+                       tr("Pick cuda or cpu, or set the workers to 1."));
+    return;
+  }
   const QString out = output_dir_->text();
   if (!QDir().mkpath(out)) {
     error_->show_error(tr("%1: the output folder cannot be created").arg(out), tr("Choose another folder."));
@@ -477,7 +489,12 @@ void TrainPane::start() {
   f.close();
   const QString journal =
       context_.journal ? QString::fromStdString(context_.journal->path().string()) : QString();
-  if (!worker_->start(config_path, out, journal)) {
+  QStringList extra;
+  if (workers_->value() > 1)
+    extra << (device_->currentText() == QLatin1String("cpu") ? QStringLiteral("--nproc")
+                                                             : QStringLiteral("--gpus"))
+          << QString::number(workers_->value());
+  if (!worker_->start(config_path, out, journal, extra)) {
     error_->show_error(worker_->error(), tr("Build forja-cli, or set FORJA_CLI to its path."));
     return;
   }

@@ -85,6 +85,7 @@ class TrainPane : public Pane {
   QComboBox* preset_;
   QLineEdit* output_dir_;
   QSpinBox *rank_, *steps_, *batch_, *accum_, *max_len_, *warmup_, *eval_every_, *ckpt_every_, *seed_;
+  QSpinBox* workers_;  // data-parallel worker processes: GPUs on cuda, processes on the cpu
   QDoubleSpinBox *alpha_, *dropout_, *lr_, *weight_decay_, *clip_;
   QComboBox *schedule_, *device_, *dtype_;
   QCheckBox *checkpointing_, *base_4bit_, *packing_;
