@@ -276,9 +276,11 @@ Generator::Generator(const std::string& model_dir, const EngineOptions& options)
   load.dtype = resolve_dtype(options.dtype, device);
   if (options.base_quant == "nf4") {
     if (*load.dtype != at::kFloat && *load.dtype != at::kBFloat16)
-      throw Error("a 4-bit (nf4) base computes in fp32 or bf16, not " + options.dtype, "Use --dtype auto, bf16 or fp32.");
+      throw Error("a 4-bit (nf4) base computes in fp32 or bf16, not " + options.dtype,
+                  "Use --dtype auto, bf16 or fp32.");
     load.nf4 = quant::Nf4Options{};
     load.nf4->double_quant = options.nf4_double_quant;
+    if (options.nf4_cache) load.nf4_cache = default_nf4_cache_path(model_dir, *load.nf4);
   } else if (options.base_quant != "none") {
     throw Error("base quantization '" + options.base_quant + "' is not none or nf4");
   }

@@ -1,5 +1,8 @@
 #include "causal_lm.h"
 
+#include <cctype>
+#include <cstdlib>
+
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -23,7 +26,8 @@ struct BlockHolder : torch::CustomClassHolder {
 };
 
 at::Generator device_generator(const at::Tensor& x) {
-  return at::globalContext().defaultGenerator(x.device().type() == at::kCUDA ? x.device() : at::Device(at::kCPU));
+  return at::globalContext().defaultGenerator(x.device().type() == at::kCUDA ? x.device()
+                                                                             : at::Device(at::kCPU));
 }
 
 // Reentrant checkpointing, as torch.utils.checkpoint(use_reentrant=True): forward without a graph, backward
@@ -79,8 +83,10 @@ at::Tensor recompute_in_backward(std::function<at::Tensor(const at::Tensor&)> bl
 
 std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig& config, WeightProvider& weights) {
   std::shared_ptr<CausalLM> m;
-  if (config.family == Family::Gpt2) m = std::make_shared<Gpt2Model>(config, weights);
-  else m = std::make_shared<LlamaModel>(config, weights);
+  if (config.family == Family::Gpt2)
+    m = std::make_shared<Gpt2Model>(config, weights);
+  else
+    m = std::make_shared<LlamaModel>(config, weights);
   m->dtype_ = weights.dtype();
   m->device_ = weights.device();
   m->eval();
@@ -109,7 +115,8 @@ std::string nf4_cache_source(const io::Checkpoint& ckpt, const quant::Nf4Options
 std::shared_ptr<CausalLM> load_causal_lm(const fs::path& model_dir, const LoadOptions& options) {
   const fs::path config_path = model_dir / "config.json";
   if (!fs::exists(config_path))
-    throw_file_error(model_dir.string(), "has no config.json", "Open the folder that holds config.json and the weights.");
+    throw_file_error(model_dir.string(), "has no config.json",
+                     "Open the folder that holds config.json and the weights.");
   ModelConfig config = parse_model_config(config_path);
   io::Checkpoint ckpt = io::Checkpoint::open(model_dir);
   const at::ScalarType dtype = options.dtype.value_or(dominant_dtype(ckpt));
@@ -157,6 +164,8 @@ std::shared_ptr<CausalLM> load_causal_lm(const fs::path& model_dir, const LoadOp
   auto model = make_causal_lm(config, weights);
   if (record) {
     try {
+      std::error_code ec;  // a folder that cannot be made shows as the write's own error below
+      fs::create_directories(options.nf4_cache.parent_path(), ec);
       quant::save_nf4_cache(options.nf4_cache, *record);
     } catch (const Error& e) {
       // A cache that cannot be written costs the next load some time, nothing else.
@@ -174,6 +183,29 @@ std::shared_ptr<CausalLM> load_causal_lm(const fs::path& model_dir, const LoadOp
                      "The weights and config.json do not match.");
   }
   return model;
+}
+
+std::filesystem::path default_nf4_cache_path(const std::filesystem::path& model_dir,
+                                             const quant::Nf4Options& o) {
+  fs::path root;
+  if (const char* v = std::getenv("FORJA_CACHE_DIR"); v != nullptr && *v != 0)
+    root = v;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != 0)
+    root = fs::path(x) / "forja";
+  else if (const char* h = std::getenv("HOME"); h != nullptr && *h != 0)
+    root = fs::path(h) / ".cache" / "forja";
+  else
+    return {};
+  std::error_code ec;
+  fs::path abs = fs::weakly_canonical(fs::absolute(model_dir, ec), ec);
+  if (ec) abs = model_dir;
+  std::string name;
+  for (char ch : abs.string()) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_';
+  while (!name.empty() && name.front() == '_') name.erase(0, 1);
+  if (name.size() > 120) name = name.substr(name.size() - 120);  // the end of a path tells models apart
+  name += "-b" + std::to_string(o.block_size);
+  if (o.double_quant) name += "-dq" + std::to_string(o.dq_block_size);
+  return root / "nf4" / (name + ".safetensors");
 }
 
 void dequantize_nf4_base(CausalLM& model) {
@@ -194,8 +226,10 @@ at::Device parse_device(const std::string& text) {
 #endif
     }
     int index = 0;
-    if (text.size() > 5 && text[4] == ':') index = std::stoi(text.substr(5));
-    else if (text != "cuda") throw Error("unknown device '" + text + "'", "Use cpu, cuda or cuda:N.");
+    if (text.size() > 5 && text[4] == ':')
+      index = std::stoi(text.substr(5));
+    else if (text != "cuda")
+      throw Error("unknown device '" + text + "'", "Use cpu, cuda or cuda:N.");
     if (index < 0 || index >= static_cast<int>(torch::cuda::device_count()))
       throw Error("--device " + text + ": there is no GPU " + std::to_string(index));
     return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index));

@@ -22,10 +22,12 @@ class WeightProvider;
 // What training adds to a forward pass. All optional: an empty ForwardOptions is plain causal attention over
 // positions 0..T-1, exactly forward(input_ids).
 struct ForwardOptions {
-  at::Tensor position_ids;  // [B, T] int64: position of each token within its own example (packing restarts it)
-  at::Tensor segment_ids;   // [B, T] int64: attention stays inside equal ids (packed examples); undefined: one
-                            // example per row
-  bool recompute_blocks = false;  // activation checkpointing: keep only each block's input, recompute in backward
+  at::Tensor
+      position_ids;  // [B, T] int64: position of each token within its own example (packing restarts it)
+  at::Tensor segment_ids;  // [B, T] int64: attention stays inside equal ids (packed examples); undefined: one
+                           // example per row
+  bool recompute_blocks =
+      false;  // activation checkpointing: keep only each block's input, recompute in backward
   // Selective activation checkpointing (Llama family; GPT-2 ignores it): the GEMM outputs are kept, and the
   // LoRA adapters remake their inputs that are cheap memory-bound functions of kept tensors (the norms'
   // outputs, SwiGLU's output, the attention output's merged copy) in backward instead of keeping them.
@@ -72,10 +74,18 @@ class CausalLM : public torch::nn::Module {
   friend std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig&, WeightProvider&);
 };
 
-// Activation checkpointing for one block: runs `block(x)` without keeping its intermediate activations and runs it
-// again in backward to get them. If x does not require grad it is made to (as transformers'
+// Activation checkpointing for one block: runs `block(x)` without keeping its intermediate activations and
+// runs it again in backward to get them. If x does not require grad it is made to (as transformers'
 // enable_input_require_grads does) so that the adapters inside the first block still receive gradients.
 at::Tensor recompute_in_backward(std::function<at::Tensor(const at::Tensor&)> block, at::Tensor x);
+
+// Where a model's NF4 cache goes by default: <cache>/nf4/<the model folder's absolute path, as a file
+// name>-b<block>
+// [-dq<dq block>].safetensors, <cache> being $FORJA_CACHE_DIR, else $XDG_CACHE_HOME/forja, else
+// ~/.cache/forja. Empty when none of those is set. The cache itself records which checkpoint files it was
+// made from.
+std::filesystem::path default_nf4_cache_path(const std::filesystem::path& model_dir,
+                                             const quant::Nf4Options& options);
 
 // Builds the architecture named by the config, taking every parameter from `weights`.
 std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig& config, WeightProvider& weights);
@@ -85,7 +95,8 @@ std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig& config, WeightProvid
 void dequantize_nf4_base(CausalLM& model);
 
 // Loads config.json and the safetensors weights of a Hugging Face model folder.
-std::shared_ptr<CausalLM> load_causal_lm(const std::filesystem::path& model_dir, const LoadOptions& options = {});
+std::shared_ptr<CausalLM> load_causal_lm(const std::filesystem::path& model_dir,
+                                         const LoadOptions& options = {});
 
 // "cpu" / "cuda" / "cuda:1" and "fp32" / "bf16" / "fp16" as the CLI and the UI spell them; errors say what is
 // wrong (e.g. CUDA asked for on a build or machine without it).

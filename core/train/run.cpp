@@ -38,9 +38,10 @@ nlohmann::json resume_relevant(const std::string& config_json) {
   nlohmann::json j = nlohmann::json::parse(config_json);
   j["global_batch"] = j.value("batch_size", int64_t{0}) * j.value("grad_accum", int64_t{1}) *
                       j.value("world_size", int64_t{1});
-  for (const char* k : {"world_size", "checkpoint_every", "keep_checkpoints", "eval_every",
-                        "early_stopping_patience", "early_stopping_min_delta", "output_dir", "device",
-                        "batch_size", "grad_accum", "activation_checkpointing", "selective_checkpointing"})
+  for (const char* k :
+       {"world_size", "checkpoint_every", "keep_checkpoints", "eval_every", "early_stopping_patience",
+        "early_stopping_min_delta", "output_dir", "device", "batch_size", "grad_accum",
+        "activation_checkpointing", "selective_checkpointing", "nf4_cache"})
     j.erase(k);
   return j;
 }
@@ -176,6 +177,7 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
                   "Set dtype to auto, bf16 or fp32.");
     load.nf4 = quant::Nf4Options{};
     load.nf4->double_quant = config.nf4_double_quant;
+    if (config.nf4_cache) load.nf4_cache = default_nf4_cache_path(config.model_dir, *load.nf4);
     load.notes = say;
   }
   auto model = load_causal_lm(config.model_dir, load);

@@ -77,6 +77,7 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   r.get("dtype", c.dtype);
   r.get("base_quant", c.base_quant);
   r.get("nf4_double_quant", c.nf4_double_quant);
+  r.get("nf4_cache", c.nf4_cache);
   r.get("train_file", c.train_file);
   r.get("eval_file", c.eval_file);
   r.get("data_format", c.data_format);
@@ -163,6 +164,7 @@ std::string train_config_to_json(const TrainConfig& c) {
             {"dtype", c.dtype},
             {"base_quant", c.base_quant},
             {"nf4_double_quant", c.nf4_double_quant},
+            {"nf4_cache", c.nf4_cache},
             {"train_file", c.train_file},
             {"eval_file", c.eval_file},
             {"data_format", c.data_format},

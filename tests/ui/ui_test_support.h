@@ -36,6 +36,8 @@ inline void init_ui_test_environment(const char* suite) {
   QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settings_dir.path());
   QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, settings_dir.path());
   QSettings().clear();
+  // A 4-bit base's NF4 cache goes there too, not into the user's ~/.cache (the workers inherit it).
+  qputenv("FORJA_CACHE_DIR", settings_dir.filePath(QStringLiteral("cache")).toUtf8());
 }
 
 struct FakeTensor {

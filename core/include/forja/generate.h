@@ -31,10 +31,11 @@ struct EngineOptions {
   std::string dtype = "auto";   // "auto" (bf16 on CUDA, fp32 on the CPU), "fp32", "bf16", "fp16"
   int64_t max_context = 0;      // KV cache length; 0: the model's maximum, at most 4096
   bool cuda_graphs = true;      // capture the decode step in CUDA graphs (LibTorch 2.x on CUDA)
-  // The base model's projections: "none" (as `dtype` says) or "nf4" (4-bit, as QLoRA trains on; `dtype` is then
-  // the compute dtype). Llama family only.
+  // The base model's projections: "none" (as `dtype` says) or "nf4" (4-bit, as QLoRA trains on; `dtype` is
+  // then the compute dtype). Llama family only.
   std::string base_quant = "none";
   bool nf4_double_quant = true;  // with nf4: the block absmax in 8 bits
+  bool nf4_cache = true;         // with nf4: read / write the quantized base in the user's cache
 };
 
 struct GenerationConfig {

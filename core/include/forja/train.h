@@ -40,6 +40,9 @@ struct TrainConfig {
   // embeddings, norms and the LM head stay in `dtype`). nf4_double_quant stores the block absmax in 8 bits.
   std::string base_quant = "none";
   bool nf4_double_quant = true;
+  // With nf4: keep the quantized base in the user's cache (default_nf4_cache_path) so that the next load of
+  // the same checkpoint skips quantizing.
+  bool nf4_cache = true;
 
   // Data. train_file is a dataset in one of the shapes forja/dataset.h reads (JSONL or a JSON array of
   // alpaca, chat, ShareGPT or text records), rendered through the model's chat template with the loss on the

@@ -1,6 +1,7 @@
 // Generation on a 4-bit (NF4) base, as chat runs after QLoRA: the KV-cache decode equals a full forward of
 // the same NF4 model, the engine generates with and without the adapter (and compares them), and the
 // adapter's logits are those of the training model with the adapter attached.
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <ATen/core/grad_mode.h>
@@ -34,7 +35,14 @@ std::shared_ptr<CausalLM> nf4_model(bool double_quant = true) {
 
 class TestInferNf4 : public QObject {
   Q_OBJECT
+  QTemporaryDir cache_;
+
  private Q_SLOTS:
+  void initTestCase() {
+    // Generators on a 4-bit base keep its NF4 cache here, not in the user's ~/.cache.
+    QVERIFY(cache_.isValid());
+    qputenv("FORJA_CACHE_DIR", cache_.path().toUtf8());
+  }
   void cacheMatchesFullRecompute_data() {
     QTest::addColumn<bool>("doubleQuant");
     QTest::newRow("absmax fp32") << false;

@@ -10,9 +10,11 @@
 #include <fstream>
 #include <random>
 
+#include "causal_lm.h"
 #include "dataset_source.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
+#include "forja/nf4.h"
 #include "forja/safetensors.h"
 #include "forja/train.h"
 #include "qtest_util.h"
@@ -112,6 +114,8 @@ class TestTrainDataset : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(tmp_.isValid());
+    // The NF4 cache of the 4-bit runs goes under the test's folder.
+    qputenv("FORJA_CACHE_DIR", (tmp_.path() + QStringLiteral("/qlora/cache")).toUtf8());
     model_ = fs::path(tmp_.path().toStdString()) / "model";
     write_widened_model(model_, 1605);
   }
@@ -153,8 +157,9 @@ class TestTrainDataset : public QObject {
   }
 
   void trainsWithA4BitBase() {
-    // base_quant = nf4 (QLoRA) through the whole run, as forja-cli train and the Train pane start it: on the CPU
-    // in fp32 over the dequantized NF4 weights. The loss falls as the plain run's does, and the adapter is saved.
+    // base_quant = nf4 (QLoRA) through the whole run, as forja-cli train and the Train pane start it: on the
+    // CPU in fp32 over the dequantized NF4 weights. The loss falls as the plain run's does, and the adapter
+    // is saved.
     const fs::path root = tmp_.path().toStdString();
     forja::TrainConfig c = base_config(model_, root / "qlora");
     c.base_quant = "nf4";
@@ -164,6 +169,26 @@ class TestTrainDataset : public QObject {
     for (double l : q.loss) QVERIFY(std::isfinite(l) && l > 0);
     QVERIFY2(q.loss.back() < q.loss.front(), "the QLoRA loss did not go down in 6 steps at lr 1e-2");
     QVERIFY(fs::exists(fs::path(q.result.adapter_dir) / "adapter_model.safetensors"));
+    // The quantized base went into the cache (FORJA_CACHE_DIR here), and a second run reads it: no quantizing
+    // note, the same losses bit for bit, and the file is not rewritten.
+    const fs::path cache = forja::default_nf4_cache_path(model_, forja::quant::Nf4Options{64, true, 256});
+    QVERIFY2(cache.string().rfind((root / "qlora" / "cache" / "nf4").string(), 0) == 0, cache.string().c_str());
+    QVERIFY2(fs::exists(cache), cache.string().c_str());
+    const auto written = fs::last_write_time(cache);
+    c.output_dir = (root / "qlora-cached").string();
+    Trace again = train(c);
+    QCOMPARE(again.loss, q.loss);
+    QCOMPARE(fs::last_write_time(cache), written);
+    for (const auto& m : again.messages) QVERIFY2(m.find("NF4 cache") == std::string::npos, m.c_str());
+    // A damaged cache is rebuilt, with a note saying so, and the run is the same.
+    forja::write_file_atomic(cache, "not a safetensors file");
+    c.output_dir = (root / "qlora-rebuilt").string();
+    Trace rebuilt = train(c);
+    QCOMPARE(rebuilt.loss, q.loss);
+    bool noted = false;
+    for (const auto& m : rebuilt.messages) noted = noted || m.find("NF4 cache") != std::string::npos;
+    QVERIFY2(noted, "no note about the rebuilt NF4 cache");
+    QVERIFY(forja::quant::load_nf4_cache(cache).tensors.size() > 0);
     // A compute dtype NF4 does not run in is refused before anything loads.
     c.dtype = "fp16";
     c.output_dir = (root / "qlora-fp16").string();
