@@ -46,7 +46,11 @@ gpu_tests() {
   local only=""
   [[ -n ${GPU_TESTS:-} ]] && only="-R ^($(echo $GPU_TESTS | tr ' ' '|'))\$"
   (cd build-cuda && ctest -L gpu $only --output-on-failure >"$OUT/gpu_tests.log" 2>&1
-   grep -E "Test +#|tests passed|FAILED" "$OUT/gpu_tests.log" | tail -20)
+   grep -E "Test +#|tests passed|FAILED" "$OUT/gpu_tests.log" | tail -20
+   # What the suites measured and printed (passing suites' output is only in CTest's own log): kept with the logs.
+   cp Testing/Temporary/LastTest.log "$OUT/gpu_tests_output.log" 2>/dev/null
+   grep -E "^(100 steps|NF4|nf4_linear|gemv speed|tinyllama|llama|mistral|attention|cross|loss|PASS|FAIL)" \
+     Testing/Temporary/LastTest.log | tail -40)
 }
 
 kernels_bench() {
