@@ -209,6 +209,17 @@ void TestTrainPane::memoryEstimateFollowsTheSettings() {
   const QString small = estimate->text();
   pane_->findChild<QSpinBox*>(QStringLiteral("trainBatch"))->setValue(64);
   QVERIFY(estimate->text() != small);  // more rows, more activations
+  // Selective checkpointing keeps less, and goes into the config.
+  const QString plain = estimate->text();
+  auto* selective = pane_->findChild<QCheckBox*>(QStringLiteral("trainSelective"));
+  selective->setChecked(true);
+  QVERIFY(estimate->text() != plain);
+  QVERIFY(QJsonDocument::fromJson(pane_->config_json().toUtf8())
+              .object()
+              .value(QStringLiteral("selective_checkpointing"))
+              .toBool());
+  selective->setChecked(false);
+  QCOMPARE(estimate->text(), plain);
   pane_->findChild<QCheckBox*>(QStringLiteral("trainCheckpointing"))->setChecked(true);
   QVERIFY(estimate->text() != small);
   // The 4-bit base (QLoRA) shrinks the weights, and goes into the config as base_quant.

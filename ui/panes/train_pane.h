@@ -88,7 +88,7 @@ class TrainPane : public Pane {
   QSpinBox* workers_;  // data-parallel worker processes: GPUs on cuda, processes on the cpu
   QDoubleSpinBox *alpha_, *dropout_, *lr_, *weight_decay_, *clip_;
   QComboBox *schedule_, *device_, *dtype_;
-  QCheckBox *checkpointing_, *base_4bit_, *packing_;
+  QCheckBox *checkpointing_, *selective_, *base_4bit_, *packing_;
   QPushButton *start_, *pause_, *stop_, *export_;
   QProgressBar* progress_;
   QLabel* status_;

@@ -37,6 +37,9 @@ struct TrainShape {
   std::vector<std::string> target_modules = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                              "gate_proj", "up_proj", "down_proj"};
   bool activation_checkpointing = false;
+  // The adapters' inputs remade in backward (TrainConfig's selective_checkpointing); ignored with
+  // activation_checkpointing, which recomputes whole blocks.
+  bool selective_checkpointing = false;
   // QLoRA: the decoder layers' projections held in 4 bits (TrainConfig's base_quant = nf4): half a byte per
   // weight plus the absmax of every 64 (fp32, or 8 bits with double quantization).
   bool nf4_base = false;
