@@ -12,16 +12,16 @@
 namespace {
 
 float bf(const void* base, int64_t i) {
-  return forja_decode_bf16_to_float(static_cast<const uint16_t*>(base)[i]);
+  return forja_bf16_to_float(static_cast<const uint16_t*>(base)[i]);
 }
 
 uint16_t to_bf(float v) {
-  return forja_decode_float_to_bf16(v);
+  return forja_float_to_bf16(v);
 }
 
 // v rounded to bf16 and read back.
 float round_bf(float v) {
-  return forja_decode_bf16_to_float(forja_decode_float_to_bf16(v));
+  return forja_bf16_to_float(forja_float_to_bf16(v));
 }
 
 }  // namespace

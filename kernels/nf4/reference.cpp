@@ -63,7 +63,7 @@ const char* forja_nf4_gemv_check(const ForjaNf4Gemv* p) {
 int forja_nf4_dequantize_bf16_ref(const ForjaNf4Dequantize* p) {
   if (forja_nf4_dequantize_check(p)) return FORJA_NF4_INVALID_ARGUMENT;
   auto* out = static_cast<uint16_t*>(p->out);
-  for (int64_t i = 0; i < p->n; ++i) out[i] = forja_nf4_float_to_bf16(weight(p->w, i));
+  for (int64_t i = 0; i < p->n; ++i) out[i] = forja_float_to_bf16(weight(p->w, i));
   return FORJA_NF4_OK;
 }
 
@@ -74,8 +74,8 @@ int forja_nf4_gemv_bf16_ref(const ForjaNf4Gemv* p) {
   for (int64_t r = 0; r < p->rows; ++r) {
     double acc = 0.0;
     for (int64_t c = 0; c < p->cols; ++c)
-      acc += static_cast<double>(weight(p->w, r * p->cols + c)) * forja_nf4_bf16_to_float(x[c]);
-    y[r] = forja_nf4_float_to_bf16(static_cast<float>(acc));
+      acc += static_cast<double>(weight(p->w, r * p->cols + c)) * forja_bf16_to_float(x[c]);
+    y[r] = forja_float_to_bf16(static_cast<float>(acc));
   }
   return FORJA_NF4_OK;
 }

@@ -109,7 +109,7 @@ struct DeviceWeights {
 };
 
 float bf(uint16_t v) {
-  return forja_nf4_bf16_to_float(v);
+  return forja_bf16_to_float(v);
 }
 
 void check_dequantize(int64_t n, int64_t bs, bool dq, int64_t dq_bs, size_t code_offset, size_t out_offset,
@@ -151,7 +151,7 @@ void check_gemv(int64_t rows, int64_t cols, int64_t bs, bool dq, size_t code_off
   const HostWeights h(rows * cols, bs, dq, 256, rng);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<uint16_t> x(static_cast<size_t>(cols));
-  for (auto& v : x) v = forja_nf4_float_to_bf16(nd(rng));
+  for (auto& v : x) v = forja_float_to_bf16(nd(rng));
   std::vector<uint16_t> ref(static_cast<size_t>(rows));
   ForjaNf4Gemv hp{h.host(), rows, cols, x.data(), ref.data()};
   FORJA_CHECK(forja_nf4_gemv_bf16_ref(&hp) == 0, "reference refused %lldx%lld", (long long)rows,
@@ -196,7 +196,7 @@ void check_gemv(int64_t rows, int64_t cols, int64_t bs, bool dq, size_t code_off
 
 void bench_gemv(int64_t rows, int64_t cols, bool dq, std::mt19937& rng) {
   const HostWeights h(rows * cols, 64, dq, 256, rng);
-  std::vector<uint16_t> x(size_t(cols), forja_nf4_float_to_bf16(0.5f));
+  std::vector<uint16_t> x(size_t(cols), forja_float_to_bf16(0.5f));
   const DeviceWeights d(h, 0);
   const DeviceBuffer dx(x.data(), x.size() * 2);
   DeviceBuffer dy(nullptr, size_t(rows) * 2);

@@ -27,7 +27,8 @@
 #define FORJA_KERNELS_DECODE_H
 
 #include <stdint.h>
-#include <string.h>
+
+#include "forja_kernels/bf16.h"
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -108,22 +109,6 @@ int forja_decode_attention_bf16_ref(const ForjaDecodeAttention* p);
 const char* forja_decode_gemv_check(const ForjaDecodeGemv* p);
 const char* forja_decode_rope_kv_check(const ForjaDecodeRopeKv* p);
 const char* forja_decode_attention_check(const ForjaDecodeAttention* p);
-
-static inline float forja_decode_bf16_to_float(uint16_t v) {
-  uint32_t bits = (uint32_t)v << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static inline uint16_t forja_decode_float_to_bf16(float f) {
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
-    return (uint16_t)((bits >> 16) | 0x0040u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return (uint16_t)(bits >> 16);
-}
 
 #ifdef __cplusplus
 }

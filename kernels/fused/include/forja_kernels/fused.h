@@ -16,7 +16,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
+
+#include "forja_kernels/bf16.h"
 
 /* The same declaration as the CUDA runtime's, so this header needs no CUDA headers (the CPU reference and its
  * tests build where there is no toolkit). */
@@ -170,23 +171,6 @@ const char* forja_fused_swiglu_backward_check(const ForjaSwigluBackward* p);
 const char* forja_fused_gelu_forward_check(const ForjaGeluForward* p);
 const char* forja_fused_gelu_backward_check(const ForjaGeluBackward* p);
 const char* forja_fused_cross_entropy_check(const ForjaCrossEntropy* p);
-
-/* bf16 <-> fp32 on the host: the top half of the fp32 pattern, rounded to nearest even (NaN stays NaN). */
-static inline float forja_bf16_to_float(uint16_t v) {
-  uint32_t bits = (uint32_t)v << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static inline uint16_t forja_float_to_bf16(float f) {
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
-    return (uint16_t)((bits >> 16) | 0x0040u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return (uint16_t)(bits >> 16);
-}
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,8 @@
       0.7229568362236023f, 1.0f
 
 #include <stdint.h>
-#include <string.h>
+
+#include "forja_kernels/bf16.h"
 
 /* The same declaration as the CUDA runtime's, so this header needs no CUDA headers. */
 typedef struct CUstream_st* cudaStream_t;
@@ -88,23 +89,6 @@ const char* forja_nf4_gemv_check(const ForjaNf4Gemv* p);
 
 /* The 16 NF4 code values, ascending (the QLoRA paper's table, as bitsandbytes ships it). */
 const float* forja_nf4_codes(void);
-
-/* bf16 <-> fp32 on the host: the top half of the fp32 pattern, rounded to nearest even (NaN stays NaN). */
-static inline float forja_nf4_bf16_to_float(uint16_t v) {
-  uint32_t bits = (uint32_t)v << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static inline uint16_t forja_nf4_float_to_bf16(float f) {
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
-    return (uint16_t)((bits >> 16) | 0x0040u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return (uint16_t)(bits >> 16);
-}
 
 #ifdef __cplusplus
 }
