@@ -22,28 +22,13 @@
 #include "launcher.h"
 #include "reference.h"
 #include "run_checkpoint.h"
+#include "train_data.h"
 
 namespace fs = std::filesystem;
+using forja_test::write_dataset;
 using nlohmann::json;
 
 namespace {
-
-// Pre-tokenized examples of 6..19 tokens with a 1..4-token prompt; the llama fixture's vocabulary is 320.
-void write_dataset(const fs::path& path, uint64_t seed, int count) {
-  std::mt19937_64 rng(seed);
-  std::ofstream out(path);
-  for (int i = 0; i < count; ++i) {
-    const int len = 6 + static_cast<int>(rng() % 14);
-    const int prompt = 1 + static_cast<int>(rng() % 4);
-    json ids = json::array(), labels = json::array();
-    for (int t = 0; t < len; ++t) {
-      const int id = 3 + static_cast<int>(rng() % 317);
-      ids.push_back(id);
-      labels.push_back(t < prompt ? -100 : id);
-    }
-    out << json({{"input_ids", ids}, {"labels", labels}}).dump() << "\n";
-  }
-}
 
 // fp32 on the CPU, no LoRA dropout (each rank's dropout masks would differ from the single process's).
 // `grad_accum` × world × 2 rows is the global batch.

@@ -18,9 +18,11 @@
 #include "lora_peft.h"
 #include "loss.h"
 #include "reference.h"
+#include "train_data.h"
 #include "trainer.h"
 
 using namespace forja;
+using forja_test::make_batch;
 using nlohmann::json;
 
 namespace {
@@ -56,17 +58,6 @@ OptimizerSettings optimizer_settings(const json& r) {
   o.schedule = r["schedule"] == "cosine" ? LrSchedule::Cosine : LrSchedule::Linear;
   o.warmup_steps = r["warmup"];
   return o;
-}
-
-Batch make_batch(const at::Tensor& ids, const at::Tensor& labels) {
-  Batch b;
-  b.rows = ids.size(0);
-  b.seq_len = ids.size(1);
-  at::Tensor i32 = ids.to(at::kInt).contiguous(), l32 = labels.to(at::kInt).contiguous();
-  b.input_ids.assign(i32.data_ptr<int32_t>(), i32.data_ptr<int32_t>() + i32.numel());
-  b.labels.assign(l32.data_ptr<int32_t>(), l32.data_ptr<int32_t>() + l32.numel());
-  for (int32_t l : b.labels) b.loss_tokens += l != kIgnoreIndex;
-  return b;
 }
 
 // The micro-batches of optimizer step `step`, as the fixture script grouped them.
@@ -248,10 +239,10 @@ class TestLoraParity : public QObject {
   }
 
   void selectiveCheckpointingGivesSameGradients() {
-    // Selective checkpointing (the LoRA adapters remake the norms', SwiGLU's and the attention's merged outputs
-    // in backward) changes memory, not results: same loss and gradients on the CPU in fp32, alone and together
-    // with whole-block recomputation. The fixture's initial adapter has nonzero B, so every A gets a gradient
-    // through the remade inputs.
+    // Selective checkpointing (the LoRA adapters remake the norms', SwiGLU's and the attention's merged
+    // outputs in backward) changes memory, not results: same loss and gradients on the CPU in fp32, alone and
+    // together with whole-block recomputation. The fixture's initial adapter has nonzero B, so every A gets a
+    // gradient through the remade inputs.
     auto grads = [](bool recompute, bool selective) {
       auto lm = base_model("llama");
       auto adapters = load_peft_adapter(*lm, train_dir("llama") / "init");

@@ -9,9 +9,11 @@
 #include "forja/file_util.h"
 #include "lora_peft.h"
 #include "reference.h"
+#include "train_data.h"
 #include "trainer.h"
 
 using namespace forja;
+using forja_test::make_batch;
 using nlohmann::json;
 
 namespace {
@@ -23,17 +25,6 @@ std::filesystem::path train_dir() {
 at::Tensor trace(const std::string& name) {
   auto f = io::SafetensorsFile::open(train_dir() / "trace.safetensors");
   return tensor_from_checkpoint(f, f.at(name)).clone();
-}
-
-Batch make_batch(const at::Tensor& ids, const at::Tensor& labels) {
-  Batch b;
-  b.rows = ids.size(0);
-  b.seq_len = ids.size(1);
-  at::Tensor i32 = ids.to(at::kInt).contiguous(), l32 = labels.to(at::kInt).contiguous();
-  b.input_ids.assign(i32.data_ptr<int32_t>(), i32.data_ptr<int32_t>() + i32.numel());
-  b.labels.assign(l32.data_ptr<int32_t>(), l32.data_ptr<int32_t>() + l32.numel());
-  for (int32_t l : b.labels) b.loss_tokens += l != kIgnoreIndex;
-  return b;
 }
 
 // The per-step losses of a run on `lm` from the fixture's initial adapter.
@@ -75,8 +66,8 @@ class TestTrainQlora : public QObject {
     for (size_t i = 0; i < lora.size(); ++i) worst = std::max(worst, std::abs(qlora[i] - lora[i]) / lora[i]);
     qInfo("loss LoRA %.4f -> %.4f, QLoRA %.4f -> %.4f; worst per-step relative difference %.4f", lora.front(),
           lora.back(), qlora.front(), qlora.back(), worst);
-    // The loss falls over the 20 steps, by at least half as much as LoRA's (measured when this test was written:
-    // LoRA 6.594 -> 6.296, QLoRA 6.603 -> 6.328).
+    // The loss falls over the 20 steps, by at least half as much as LoRA's (measured when this test was
+    // written: LoRA 6.594 -> 6.296, QLoRA 6.603 -> 6.328).
     QVERIFY(qlora.back() < qlora.front());
     QVERIFY(qlora.front() - qlora.back() > 0.5 * (lora.front() - lora.back()));
     // Per step, QLoRA's loss was within 0.82 % of LoRA's (measured as above; the NF4 base moves the logits by

@@ -26,30 +26,16 @@
 #include "reference.h"
 #include "run_checkpoint.h"
 #include "sha256.h"
+#include "train_data.h"
 
 namespace fs = std::filesystem;
+using forja_test::write_dataset;
 using nlohmann::json;
 
 namespace {
 
 // 12 steps, a checkpoint every 2, the last 2 kept: kills land before, on and between checkpoints.
 constexpr int64_t kSteps = 12;
-
-void write_dataset(const fs::path& path, uint64_t seed, int count) {
-  std::mt19937_64 rng(seed);
-  std::ofstream out(path);
-  for (int i = 0; i < count; ++i) {
-    const int len = 6 + static_cast<int>(rng() % 14);
-    const int prompt = 1 + static_cast<int>(rng() % 4);
-    json ids = json::array(), labels = json::array();
-    for (int t = 0; t < len; ++t) {
-      const int id = 3 + static_cast<int>(rng() % 317);  // the llama fixture's vocabulary is 320
-      ids.push_back(id);
-      labels.push_back(t < prompt ? -100 : id);
-    }
-    out << json({{"input_ids", ids}, {"labels", labels}}).dump() << "\n";
-  }
-}
 
 fs::path write_config(const fs::path& dir, const fs::path& data_dir) {
   forja::TrainConfig c;
