@@ -157,9 +157,11 @@ void TestTrainPane::twoWorkersTrainOneRun() {
 
   pane_->findChild<QComboBox*>(QStringLiteral("trainDevice"))->setCurrentText(QStringLiteral("cpu"));
   QSignalSpy finished(pane_, &TrainPane::run_finished);
+  QSignalSpy failed(pane_, &TrainPane::run_failed);
   QTest::mouseClick(start, Qt::LeftButton);
   QVERIFY(pane_->running());
-  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+  QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() > 0, 120000);
+  QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
   const QJsonObject r = finished.at(0).at(0).toJsonObject();
   QCOMPARE(r.value(QStringLiteral("outcome")).toString(), QStringLiteral("finished"));
   QCOMPARE(r.value(QStringLiteral("steps")).toInt(), 4);
