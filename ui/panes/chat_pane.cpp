@@ -24,6 +24,7 @@
 #include <QTextBrowser>
 #include <QTextCursor>
 #include <QTextDocument>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <limits>
@@ -466,20 +467,28 @@ void ChatPane::on_streamed(const QString& text, bool adapted) {
 }
 
 void ChatPane::on_answered(const ChatReply& reply) {
-  if (!shown_.isEmpty() && shown_.back().role == kAssistant && answer_start_ >= 0) {
+  const bool rerender = !shown_.isEmpty() && shown_.back().role == kAssistant && answer_start_ >= 0;
+  if (rerender) {
     shown_.back().text = reply.text;
     shown_.back().stopped = reply.stop == forja::StopReason::Cancelled;
-    // The streamed plain text gives way to the answer rendered as Markdown; the rest stays as it is.
-    QTextCursor answer(conversation_->document());
-    answer.setPosition(answer_start_);
-    answer.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
-    answer.removeSelectedText();
-    insert_body(answer, shown_.back(), /*streaming=*/false);
-    answer_start_ = -1;
   }
   save_exchange(pending_user_, reply.text);
   status_->setText(describe(reply));
-  finish_generation();
+  // The streamed plain text gives way to the answer rendered as Markdown; the rest stays as it is. That
+  // lays the whole answer out again (for a few thousand characters of mixed scripts, tens of milliseconds on
+  // a slow CPU), so it runs in an event-loop turn of its own, after the saving above; the answer is finished
+  // (and Send enabled again) once it is rendered.
+  QTimer::singleShot(0, this, [this, rerender] {
+    if (rerender && answer_start_ >= 0 && !shown_.isEmpty()) {
+      QTextCursor answer(conversation_->document());
+      answer.setPosition(answer_start_);
+      answer.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+      answer.removeSelectedText();
+      insert_body(answer, shown_.back(), /*streaming=*/false);
+      answer_start_ = -1;
+    }
+    finish_generation();
+  });
 }
 
 void ChatPane::on_compared(const CompareReply& reply) {
