@@ -1,7 +1,9 @@
 #include "decode_kernels.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
@@ -55,6 +57,23 @@ const void* ptr(const at::Tensor& t) {
   return t.defined() ? t.data_ptr() : nullptr;
 }
 
+at::Tensor stock_activation(const at::Tensor& x, Prologue prologue, const at::Tensor& norm_weight,
+                            double eps) {
+  if (prologue == Prologue::RmsNorm) return compat::rms_norm(x, norm_weight, eps);
+  if (prologue == Prologue::SwiGlu) {
+    const int64_t k = x.size(1) / 2;
+    at::Tensor gate = x.narrow(1, 0, k), up = x.narrow(1, k, k);
+    return fused::applies({gate, up}) ? fused::swiglu(gate, up) : at::silu(gate).mul_(up);
+  }
+  return x;
+}
+
+ForjaDecodePrologue c_prologue(Prologue prologue) {
+  return prologue == Prologue::RmsNorm  ? FORJA_DECODE_RMSNORM
+         : prologue == Prologue::SwiGlu ? FORJA_DECODE_SWIGLU
+                                        : FORJA_DECODE_PLAIN;
+}
+
 }  // namespace
 
 at::Tensor gemv(const at::Tensor& w, const at::Tensor& x, Prologue prologue, const at::Tensor& norm_weight,
@@ -68,9 +87,7 @@ at::Tensor gemv(const at::Tensor& w, const at::Tensor& x, Prologue prologue, con
   p.k = w.size(1);
   p.w = w.data_ptr();
   p.x = x.data_ptr();
-  p.prologue = prologue == Prologue::RmsNorm  ? FORJA_DECODE_RMSNORM
-               : prologue == Prologue::SwiGlu ? FORJA_DECODE_SWIGLU
-                                              : FORJA_DECODE_PLAIN;
+  p.prologue = c_prologue(prologue);
   p.norm_weight = ptr(norm_weight);
   p.eps = static_cast<float>(eps);
   p.bias = ptr(bias);
@@ -84,37 +101,43 @@ at::Tensor gemv(const at::Tensor& w, const at::Tensor& x, Prologue prologue, con
 at::Tensor gemv_stock(const at::Tensor& w, const at::Tensor& x, Prologue prologue,
                       const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
                       const at::Tensor& residual, const at::Tensor& act_out) {
-  at::Tensor act = x;
-  if (prologue == Prologue::RmsNorm) {
-    act = compat::rms_norm(x, norm_weight, eps);
-  } else if (prologue == Prologue::SwiGlu) {
-    const int64_t k = x.size(1) / 2;
-    at::Tensor gate = x.narrow(1, 0, k), up = x.narrow(1, k, k);
-    act = fused::applies({gate, up}) ? fused::swiglu(gate, up) : at::silu(gate).mul_(up);
-  }
+  at::Tensor act = stock_activation(x, prologue, norm_weight, eps);
   if (act_out.defined()) act_out.copy_(act);
   at::Tensor y = residual.defined() ? at::addmm(residual, act, w.t()) : at::mm(act, w.t());
   if (bias.defined()) y.add_(bias);
   return y;
 }
 
-at::Tensor gemv_fastest(const at::Tensor& w, const at::Tensor& x, Prologue prologue,
-                        const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
-                        const at::Tensor& residual, const at::Tensor& act_out) {
-  using Key = std::tuple<int, int64_t, int64_t, int, bool>;
+namespace {
+
+// Whether to use the fused kernel `fused` rather than the stock operators `stock` for this kind of weight
+// (device, shape, prologue, residual, 4-bit or not): decided once per kind and process, on the weight
+// itself, at the first call outside a graph capture (a capture replays the choice made before it); the fused
+// kernel until decided. The fused kernel is used when its output agrees with the stock operators' (within
+// bf16 rounding: 2% of the largest output) and it ran faster. A kernel that disagrees is never used again in
+// this process, and says so on stderr: the stock path is the reference, and a kernel that was only ever
+// measured on one GPU architecture must not turn a chat into noise on another.
+template <typename Fused, typename Stock>
+bool use_fused_kernel(const char* what, const at::Tensor& weight_part, int64_t n, int64_t k,
+                      Prologue prologue, bool residual, bool nf4, Fused&& fused, Stock&& stock) {
+  using Key = std::tuple<int, int64_t, int64_t, int, bool, bool>;
   static std::mutex mu;
-  static std::map<Key, bool> fused_wins;
-  const Key key{w.get_device(), w.size(0), w.size(1), static_cast<int>(prologue), residual.defined()};
-  bool use_fused = true;
-  bool known = false;
+  static std::map<Key, bool> decided;
+  const Key key{weight_part.get_device(), n, k, static_cast<int>(prologue), residual, nf4};
   {
     std::lock_guard<std::mutex> lock(mu);
-    auto it = fused_wins.find(key);
-    if (it != fused_wins.end()) use_fused = it->second, known = true;
+    auto it = decided.find(key);
+    if (it != decided.end()) return it->second;
   }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (!known && cudaStreamIsCapturing(stream(), &capture) == cudaSuccess &&
-      capture == cudaStreamCaptureStatusNone) {
+  if (cudaStreamIsCapturing(stream(), &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone)
+    return true;
+  const at::Tensor want = stock().to(at::kFloat), got = fused().to(at::kFloat);
+  const double scale = want.abs().max().item<double>();
+  const double err = (got - want).abs().max().item<double>();
+  const bool agrees = std::isfinite(err) && err <= 2e-2 * std::max(scale, 1e-6);
+  bool wins = false;
+  if (agrees) {
     // A few runs of each on the real weight, after a warm-up, with the device synchronised around them.
     auto time = [&](auto&& fn) {
       for (int i = 0; i < 3; ++i) fn();
@@ -124,14 +147,92 @@ at::Tensor gemv_fastest(const at::Tensor& w, const at::Tensor& x, Prologue prolo
       c10::cuda::device_synchronize();
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
-    const double fused_s = time([&] { gemv(w, x, prologue, norm_weight, eps, bias, residual); });
-    const double stock_s = time([&] { gemv_stock(w, x, prologue, norm_weight, eps, bias, residual); });
-    use_fused = fused_s <= stock_s;
-    std::lock_guard<std::mutex> lock(mu);
-    fused_wins[key] = use_fused;
+    wins = time(fused) <= time(stock);
+  } else {
+    std::fprintf(stderr,
+                 "forja: decode kernel %s disagrees with the stock operators on a [%lld x %lld] weight (max "
+                 "difference %g, largest output %g); using the stock operators for it\n",
+                 what, static_cast<long long>(n), static_cast<long long>(k), err, scale);
   }
+  std::lock_guard<std::mutex> lock(mu);
+  decided[key] = wins;
+  return wins;
+}
+
+}  // namespace
+
+at::Tensor gemv_fastest(const at::Tensor& w, const at::Tensor& x, Prologue prologue,
+                        const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
+                        const at::Tensor& residual, const at::Tensor& act_out) {
+  const bool use_fused = use_fused_kernel(
+      "gemv", w, w.size(0), w.size(1), prologue, residual.defined(), false,
+      [&] { return gemv(w, x, prologue, norm_weight, eps, bias, residual); },
+      [&] { return gemv_stock(w, x, prologue, norm_weight, eps, bias, residual); });
   return use_fused ? gemv(w, x, prologue, norm_weight, eps, bias, residual, act_out)
                    : gemv_stock(w, x, prologue, norm_weight, eps, bias, residual, act_out);
+}
+
+bool gemv_nf4_fits(const Nf4Weight& w) {
+  if (!w.defined() || w.shape.size() != 2 || !w.device().is_cuda() || w.double_quant || !w.absmax.defined())
+    return false;
+  if (!w.codes.is_contiguous() || !w.absmax.is_contiguous() || w.absmax.scalar_type() != at::kFloat)
+    return false;
+  ForjaDecodeGemvNf4 p{};
+  p.n = w.shape[0];
+  p.k = w.shape[1];
+  p.codes = w.codes.data_ptr<uint8_t>();
+  p.absmax = w.absmax.data_ptr<float>();
+  p.block_size = w.block_size;
+  uint16_t unused = 0;  // x and y are only checked for NULL here
+  p.x = &unused;
+  p.y = &unused;
+  p.prologue = FORJA_DECODE_PLAIN;
+  return forja_decode_gemv_nf4_check(&p) == nullptr;
+}
+
+at::Tensor gemv_nf4(const Nf4Weight& w, const at::Tensor& x, Prologue prologue, const at::Tensor& norm_weight,
+                    double eps, const at::Tensor& bias, const at::Tensor& residual,
+                    const at::Tensor& act_out) {
+  TORCH_CHECK(x.is_contiguous() && x.scalar_type() == at::kBFloat16, "decode gemv_nf4: a contiguous bf16 x");
+  at::Tensor y = at::empty({1, w.shape[0]}, x.options());
+  ForjaDecodeGemvNf4 p{};
+  p.n = w.shape[0];
+  p.k = w.shape[1];
+  p.codes = w.codes.data_ptr<uint8_t>();
+  p.absmax = w.absmax.data_ptr<float>();
+  p.block_size = w.block_size;
+  p.x = x.data_ptr();
+  p.prologue = c_prologue(prologue);
+  p.norm_weight = ptr(norm_weight);
+  p.eps = static_cast<float>(eps);
+  p.bias = ptr(bias);
+  p.residual = ptr(residual);
+  p.y = y.data_ptr();
+  p.act_out = act_out.defined() ? act_out.data_ptr() : nullptr;
+  check(forja_decode_gemv_nf4(&p, stream()), forja_decode_gemv_nf4_check(&p), "gemv_nf4");
+  return y;
+}
+
+at::Tensor gemv_nf4_stock(const Nf4Weight& w, const at::Tensor& x, Prologue prologue,
+                          const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
+                          const at::Tensor& residual, const at::Tensor& act_out) {
+  at::Tensor act = stock_activation(x, prologue, norm_weight, eps);
+  if (act_out.defined()) act_out.copy_(act);
+  at::Tensor y = nf4_matmul(act, w);
+  if (bias.defined()) y.add_(bias);
+  if (residual.defined()) y.add_(residual);
+  return y;
+}
+
+at::Tensor gemv_nf4_fastest(const Nf4Weight& w, const at::Tensor& x, Prologue prologue,
+                            const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
+                            const at::Tensor& residual, const at::Tensor& act_out) {
+  const bool use_fused = use_fused_kernel(
+      "gemv_nf4", w.codes, w.shape[0], w.shape[1], prologue, residual.defined(), true,
+      [&] { return gemv_nf4(w, x, prologue, norm_weight, eps, bias, residual); },
+      [&] { return gemv_nf4_stock(w, x, prologue, norm_weight, eps, bias, residual); });
+  return use_fused ? gemv_nf4(w, x, prologue, norm_weight, eps, bias, residual, act_out)
+                   : gemv_nf4_stock(w, x, prologue, norm_weight, eps, bias, residual, act_out);
 }
 
 void rope_kv(at::Tensor& qkv, at::Tensor& layer_cache, const at::Tensor& cos, const at::Tensor& sin,
@@ -195,6 +296,21 @@ at::Tensor gemv_stock(const at::Tensor&, const at::Tensor&, Prologue, const at::
 }
 at::Tensor gemv_fastest(const at::Tensor&, const at::Tensor&, Prologue, const at::Tensor&, double,
                         const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+  not_compiled();
+}
+bool gemv_nf4_fits(const Nf4Weight&) {
+  return false;
+}
+at::Tensor gemv_nf4(const Nf4Weight&, const at::Tensor&, Prologue, const at::Tensor&, double,
+                    const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+  not_compiled();
+}
+at::Tensor gemv_nf4_stock(const Nf4Weight&, const at::Tensor&, Prologue, const at::Tensor&, double,
+                          const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+  not_compiled();
+}
+at::Tensor gemv_nf4_fastest(const Nf4Weight&, const at::Tensor&, Prologue, const at::Tensor&, double,
+                            const at::Tensor&, const at::Tensor&, const at::Tensor&) {
   not_compiled();
 }
 void rope_kv(at::Tensor&, at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t) {

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "nf4_weight.h"
+
 namespace forja::infer::decode_kernels {
 
 // Whether this build has the kernels (nvcc and a CUDA LibTorch).
@@ -30,10 +32,28 @@ at::Tensor gemv_stock(const at::Tensor& w, const at::Tensor& x, Prologue prologu
                       const at::Tensor& residual, const at::Tensor& act_out = {});
 
 // gemv() or gemv_stock(), whichever ran faster for this weight's shape, prologue and residual on this device
-// (measured once per shape and process, on the weight itself, at the first call outside a graph capture).
+// (measured once per shape and process, on the weight itself, at the first call outside a graph capture),
+// provided gemv()'s result agrees with gemv_stock()'s there; a kernel that disagrees is not used (and a line
+// on stderr says so).
 at::Tensor gemv_fastest(const at::Tensor& w, const at::Tensor& x, Prologue prologue,
                         const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
                         const at::Tensor& residual, const at::Tensor& act_out = {});
+
+// The same three over a 4-bit weight (QLoRA's base, [n, k]): gemv_nf4() reads the 4-bit codes in one launch
+// with the prologue fused; gemv_nf4_stock() runs the prologue as its own launch and then kernels/nf4's
+// dequantize-GEMV; gemv_nf4_fastest() chooses between them as gemv_fastest() does. gemv_nf4_fits() says
+// whether the fused kernel takes the weight (plain fp32 absmax, k and the block size multiples of 32, whole
+// blocks per row, on CUDA).
+bool gemv_nf4_fits(const Nf4Weight& w);
+at::Tensor gemv_nf4(const Nf4Weight& w, const at::Tensor& x, Prologue prologue, const at::Tensor& norm_weight,
+                    double eps, const at::Tensor& bias, const at::Tensor& residual,
+                    const at::Tensor& act_out = {});
+at::Tensor gemv_nf4_stock(const Nf4Weight& w, const at::Tensor& x, Prologue prologue,
+                          const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
+                          const at::Tensor& residual, const at::Tensor& act_out = {});
+at::Tensor gemv_nf4_fastest(const Nf4Weight& w, const at::Tensor& x, Prologue prologue,
+                            const at::Tensor& norm_weight, double eps, const at::Tensor& bias,
+                            const at::Tensor& residual, const at::Tensor& act_out = {});
 
 // Rotates q and k of the token's qkv row [1, (heads + 2·kv)·d] in place at the position held by `position`
 // ([1] int64 on the device) and writes k and v to the layer's cache [2, kv, capacity, d].

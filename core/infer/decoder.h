@@ -75,6 +75,9 @@ class Decoder {
   void set_adapter_enabled(bool on) { adapter_on_ = on && has_adapter_; }
   bool adapter_enabled() const { return adapter_on_; }
 
+  // Whether the single-token step runs kernels/decode (rather than the stock LibTorch step) right now.
+  bool decode_kernels_on() const { return !decode_uses_mask(); }
+
   KvCache& cache() { return cache_; }
   int64_t capacity() const { return cache_.capacity(); }
   const ModelConfig& config() const { return config_; }

@@ -139,8 +139,9 @@ class LlamaDecoder final : public Decoder {
  private:
   // The single-token step in kernels/decode: per layer four GEMVs (the RMSNorm before q/k/v and gate/up and
   // the SwiGLU before down computed inside them, the residual adds in their epilogue; or cuBLAS after the
-  // stock RMSNorm / SwiGLU where that measured faster for the shape), one RoPE + cache write and one split-K
-  // attention (two launches). The adapter's branch, when on, adds its two small GEMMs.
+  // stock RMSNorm / SwiGLU where that measured faster for the shape; on a 4-bit base the NF4 GEMV, or the
+  // stock prologue and kernels/nf4's GEMV where that measured faster), one RoPE + cache write and one
+  // split-K attention (two launches). The adapter's branch, when on, adds its two small GEMMs.
   at::Tensor hidden_decode_kernels(const at::Tensor& ids, const Attend& a) {
     namespace dk = decode_kernels;
     const bool lora = adapter_on_;
@@ -153,39 +154,48 @@ class LlamaDecoder final : public Decoder {
     auto add_lora = [](at::Tensor y, const Projection& p, const at::Tensor& act) {
       return act.defined() ? at::addmm(y, at::mm(act, p.lora_a.t()), p.lora_b.t()) : y;
     };
+    // The projection's GEMV, bf16 or 4-bit (QLoRA's base), with the prologue and the residual fused.
+    auto gemv = [&](const Projection& p, const at::Tensor& x, dk::Prologue prologue, const at::Tensor& norm,
+                    const at::Tensor& residual, const at::Tensor& act_out) {
+      return p.nf4.empty()
+                 ? dk::gemv_fastest(p.weight, x, prologue, norm, eps, p.bias, residual, act_out)
+                 : dk::gemv_nf4_fastest(p.nf4.front(), x, prologue, norm, eps, p.bias, residual, act_out);
+    };
     for (size_t i = 0; i < layers_.size(); ++i) {
       Layer& l = layers_[i];
       at::Tensor& cache = cache_.layer(static_cast<int64_t>(i));
       at::Tensor x = act_for(l.qkv);
-      at::Tensor qkv = add_lora(
-          dk::gemv_fastest(l.qkv.weight, h, dk::Prologue::RmsNorm, l.input_norm, eps, l.qkv.bias, {}, x),
-          l.qkv, x);
+      at::Tensor qkv = add_lora(gemv(l.qkv, h, dk::Prologue::RmsNorm, l.input_norm, {}, x), l.qkv, x);
       dk::rope_kv(qkv, cache, cos_, sin_signed_, a.positions, heads_);
       at::Tensor attn = dk::attention(qkv, cache, a.positions, heads_, a.keys, window_, attn_scratch_);
-      h = add_lora(dk::gemv_fastest(l.o.weight, attn, dk::Prologue::Plain, {}, 0, l.o.bias, h), l.o,
+      h = add_lora(gemv(l.o, attn, dk::Prologue::Plain, {}, h, {}), l.o,
                    lora && l.o.lora_a.defined() ? attn : at::Tensor());
       x = act_for(l.gate_up);
-      at::Tensor gu = add_lora(dk::gemv_fastest(l.gate_up.weight, h, dk::Prologue::RmsNorm, l.post_norm, eps,
-                                                l.gate_up.bias, {}, x),
-                               l.gate_up, x);
+      at::Tensor gu = add_lora(gemv(l.gate_up, h, dk::Prologue::RmsNorm, l.post_norm, {}, x), l.gate_up, x);
       x = act_for(l.down);
-      h = add_lora(dk::gemv_fastest(l.down.weight, gu, dk::Prologue::SwiGlu, {}, 0, l.down.bias, h, x),
-                   l.down, x);
+      h = add_lora(gemv(l.down, gu, dk::Prologue::SwiGlu, {}, h, x), l.down, x);
     }
     return compat::rms_norm(h, final_norm_, eps);
   }
 
-  // Whether the decode kernels can run this model at all: CUDA, bf16, plain [out, in] weights, and the head
-  // sizes the attention kernel has.
+  // Whether the decode kernels can run this model at all: CUDA, bf16, plain [out, in] weights (bf16, or
+  // 4-bit ones the NF4 GEMV takes), and the head sizes the attention kernel has.
   bool kernels_fit() const {
     if (!decode_kernels::compiled_in() || !device_.is_cuda() || dtype_ != at::kBFloat16) return false;
     if (head_dim_ != 64 && head_dim_ != 128) return false;
     if (heads_ % kv_heads_ != 0 || heads_ / kv_heads_ > 16) return false;
     for (const auto& l : layers_)
-      for (const Projection* p : {&l.qkv, &l.o, &l.gate_up, &l.down})
-        if (!p->weight.defined() || p->weight.scalar_type() != at::kBFloat16 || !p->weight.is_contiguous() ||
-            p->in_out || p->in_features() > 32768)
+      for (const Projection* p : {&l.qkv, &l.o, &l.gate_up, &l.down}) {
+        if (p->in_out || p->in_features() > 32768) return false;
+        // A 4-bit base: one NF4 weight the fused kernel takes (a fused projection whose parts are not whole
+        // blocks stays on the stock step).
+        if (!p->nf4.empty()) {
+          if (p->nf4.size() != 1 || !decode_kernels::gemv_nf4_fits(p->nf4.front())) return false;
+          continue;
+        }
+        if (!p->weight.defined() || p->weight.scalar_type() != at::kBFloat16 || !p->weight.is_contiguous())
           return false;
+      }
     return true;
   }
   bool use_kernels() const { return kernels_fit_ && decode_kernels::active(); }

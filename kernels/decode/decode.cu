@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "forja_kernels/decode.h"
+#include "forja_kernels/nf4.h"
 
 namespace {
 
@@ -54,6 +55,32 @@ __device__ float block_sum(float v, float* red) {
   return t;
 }
 
+// The activation the GEMV multiplies, act[i] for i < k, computed by the whole block and handed to
+// store(i, value): the RMSNorm (one block-wide sum of squares first), the SwiGLU of [gate | up], or x itself.
+template <ForjaDecodePrologue P, typename Store>
+__device__ __forceinline__ void compute_activation(int64_t k, const __nv_bfloat16* __restrict__ x,
+                                                   const __nv_bfloat16* __restrict__ norm_weight, float eps,
+                                                   float* red, Store store) {
+  const int tid = threadIdx.x;
+  if constexpr (P == FORJA_DECODE_RMSNORM) {
+    float ss = 0;
+    for (int64_t i = tid; i < k; i += blockDim.x) {
+      const float v = bf2f(x[i]);
+      ss += v * v;
+    }
+    const float r = rsqrtf(block_sum(ss, red) / static_cast<float>(k) + eps);
+    for (int64_t i = tid; i < k; i += blockDim.x)
+      store(i, f2bf(round_bf(bf2f(x[i]) * r) * bf2f(norm_weight[i])));
+  } else if constexpr (P == FORJA_DECODE_SWIGLU) {
+    for (int64_t i = tid; i < k; i += blockDim.x) {
+      const float g = bf2f(x[i]), u = bf2f(x[k + i]);
+      store(i, f2bf(round_bf(g / (1.0f + expf(-g))) * u));
+    }
+  } else {
+    for (int64_t i = tid; i < k; i += blockDim.x) store(i, x[i]);
+  }
+}
+
 // 8 bf16 from a 16-byte word, into fp32.
 __device__ __forceinline__ void unpack8(const uint4& raw, float (&out)[8]) {
   const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
@@ -76,23 +103,7 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   __nv_bfloat16* act = reinterpret_cast<__nv_bfloat16*>(smem);
   const int tid = threadIdx.x;
 
-  if constexpr (P == FORJA_DECODE_RMSNORM) {
-    float ss = 0;
-    for (int64_t i = tid; i < k; i += blockDim.x) {
-      const float v = bf2f(x[i]);
-      ss += v * v;
-    }
-    const float r = rsqrtf(block_sum(ss, red) / static_cast<float>(k) + eps);
-    for (int64_t i = tid; i < k; i += blockDim.x)
-      act[i] = f2bf(round_bf(bf2f(x[i]) * r) * bf2f(norm_weight[i]));
-  } else if constexpr (P == FORJA_DECODE_SWIGLU) {
-    for (int64_t i = tid; i < k; i += blockDim.x) {
-      const float g = bf2f(x[i]), u = bf2f(x[k + i]);
-      act[i] = f2bf(round_bf(g / (1.0f + expf(-g))) * u);
-    }
-  } else {
-    for (int64_t i = tid; i < k; i += blockDim.x) act[i] = x[i];
-  }
+  compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) { act[i] = v; });
   __syncthreads();
   if (act_out != nullptr && blockIdx.x == 0)
     for (int64_t i = tid; i < k; i += blockDim.x) act_out[i] = act[i];
@@ -134,6 +145,131 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   }
 }
 
+// ---- NF4 GEMV --------------------------------------------------------------------------------------------
+// One warp per pair of rows (kNf4Rows), 8 warps per block. Lane l takes the rows' 16-byte code groups (32
+// elements each) l, l + 32, ..., kNf4Unroll groups of each row in flight at a time; the activation's 32
+// elements of a group are read from shared memory once and used for both rows, and each element is looked
+// up in a 16-entry code table in shared memory (16 banks, so a warp's lookups never conflict). The first
+// batch of codes is requested before the prologue: the weights do not depend on it, so their latency
+// overlaps the norm's reduction instead of following it.
+//
+// The activation lives in shared memory as bf16 in 16-byte units, unit q (0..3) of group c stored at unit
+// 4c + (q ^ ((c >> 1) & 3)): a lane reads its group's four units, and with this swizzle the eight lanes of a
+// quarter-warp read eight different bank quads (unswizzled, groups 64 bytes apart would put lanes 0, 2, 4, 6
+// on the same banks).
+constexpr int kNf4Rows = 2;
+constexpr int kNf4Unroll = 4;
+
+__constant__ float kNf4CodesDevice[16] = {FORJA_NF4_CODE_VALUES};
+
+__device__ __forceinline__ int64_t nf4_act_slot(int64_t i) {
+  const int64_t c = i >> 5, q = (i >> 3) & 3;
+  return ((c << 2) + (q ^ ((c >> 1) & 3))) * 8 + (i & 7);
+}
+
+template <ForjaDecodePrologue P>
+__global__ void __launch_bounds__(kGemvWarps* kWarp)
+    gemv_nf4_kernel(int64_t n, int64_t k, const uint4* __restrict__ codes, const float* __restrict__ absmax,
+                    int block_shift, const __nv_bfloat16* __restrict__ x,
+                    const __nv_bfloat16* __restrict__ norm_weight, float eps,
+                    const __nv_bfloat16* __restrict__ bias, const __nv_bfloat16* residual, __nv_bfloat16* y,
+                    __nv_bfloat16* __restrict__ act_out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ float red[kGemvWarps];
+  __shared__ float table[16];
+  const uint4* act4 = reinterpret_cast<const uint4*>(smem);
+  __nv_bfloat16* act = reinterpret_cast<__nv_bfloat16*>(smem);
+  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
+  if (tid < 16) table[tid] = kNf4CodesDevice[tid];
+
+  const int64_t groups = k / 32;                         // 16-byte code groups per row
+  const int64_t blocks_per_row = groups >> block_shift;  // absmax values per row
+  const int64_t tiles = (n + kNf4Rows - 1) / kNf4Rows;
+  int64_t tile = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
+
+  uint4 wq[kNf4Unroll][kNf4Rows];
+  float am[kNf4Unroll][kNf4Rows];
+  auto load = [&](int64_t t, int64_t g0) {
+#pragma unroll
+    for (int u = 0; u < kNf4Unroll; ++u) {
+      const int64_t g = g0 + lane + u * kWarp;
+#pragma unroll
+      for (int r = 0; r < kNf4Rows; ++r) {
+        const int64_t row = t * kNf4Rows + r;
+        if (row < n && g < groups) {
+          wq[u][r] = __ldcs(codes + row * groups + g);  // streamed: read once
+          am[u][r] = __ldg(absmax + row * blocks_per_row + (g >> block_shift));
+        } else {
+          wq[u][r] = make_uint4(0, 0, 0, 0);
+          am[u][r] = 0.0f;
+        }
+      }
+    }
+  };
+  bool prefetched = false;
+  if (tile < tiles) {
+    load(tile, 0);
+    prefetched = true;
+  }
+
+  compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) {
+    act[nf4_act_slot(i)] = v;
+    if (act_out != nullptr && blockIdx.x == 0) act_out[i] = v;
+  });
+  __syncthreads();
+
+  for (; tile < tiles; tile += static_cast<int64_t>(gridDim.x) * kGemvWarps) {
+    float acc[kNf4Rows] = {};
+    for (int64_t g0 = 0; g0 < groups; g0 += kNf4Unroll * kWarp) {
+      if (!prefetched) load(tile, g0);
+      prefetched = false;
+#pragma unroll
+      for (int u = 0; u < kNf4Unroll; ++u) {
+        const int64_t g = g0 + lane + u * kWarp;
+        if (g >= groups) break;
+        // The group's 32 activations: unit q holds elements 8q .. 8q + 7, two per 32-bit word (low half
+        // first).
+        const int swz = static_cast<int>((g >> 1) & 3);
+        float xf[32];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const uint4 v = act4[4 * g + (q ^ swz)];
+          const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            xf[8 * q + 2 * b] = __uint_as_float(words[b] << 16);
+            xf[8 * q + 2 * b + 1] = __uint_as_float(words[b] & 0xffff0000u);
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < kNf4Rows; ++r) {
+          // Byte j of the group holds elements 2j (high nibble) and 2j + 1 (low nibble).
+          const uint32_t cw[4] = {wq[u][r].x, wq[u][r].y, wq[u][r].z, wq[u][r].w};
+          float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+          for (int j = 0; j < 16; ++j) {
+            const uint32_t byte = (cw[j / 4] >> (8 * (j % 4))) & 0xffu;
+            s0 = fmaf(table[byte >> 4], xf[2 * j], s0);
+            s1 = fmaf(table[byte & 0x0fu], xf[2 * j + 1], s1);
+          }
+          acc[r] = fmaf(s0 + s1, am[u][r], acc[r]);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kNf4Rows; ++r) {
+      const float sum = warp_sum(acc[r]);
+      const int64_t row = tile * kNf4Rows + r;
+      if (lane == 0 && row < n) {
+        float v = sum;
+        if (bias != nullptr) v += bf2f(bias[row]);
+        if (residual != nullptr) v += bf2f(residual[row]);
+        y[row] = f2bf(v);
+      }
+    }
+  }
+}
+
 int sm_count() {
   static int count[64] = {};
   int dev = 0;
@@ -150,7 +286,7 @@ template <ForjaDecodePrologue P, bool VEC>
 int launch_gemv(const ForjaDecodeGemv* p, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>((p->k + 7) / 8 * 8) * sizeof(__nv_bfloat16);
   auto kernel = gemv_kernel<P, VEC>;
-  if (smem > 48 * 1024) {
+  if (smem > 40 * 1024) {  // 48 KB less the static shared memory
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return static_cast<int>(e);
@@ -170,6 +306,30 @@ template <ForjaDecodePrologue P>
 int dispatch_vec(const ForjaDecodeGemv* p, cudaStream_t stream) {
   const bool vec = p->k % 8 == 0 && reinterpret_cast<uintptr_t>(p->w) % 16 == 0;
   return vec ? launch_gemv<P, true>(p, stream) : launch_gemv<P, false>(p, stream);
+}
+
+template <ForjaDecodePrologue P>
+int launch_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t stream) {
+  const size_t smem = static_cast<size_t>(p->k) * sizeof(__nv_bfloat16);
+  auto kernel = gemv_nf4_kernel<P>;
+  if (smem > 40 * 1024) {  // 48 KB less the static shared memory
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return static_cast<int>(e);
+  }
+  int shift = 0;
+  while ((int64_t{32} << shift) < p->block_size) ++shift;  // block_size = 32 · 2^shift (checked)
+  const int64_t tiles = (p->n + kNf4Rows - 1) / kNf4Rows;
+  const int64_t want = (tiles + kGemvWarps - 1) / kGemvWarps;
+  // Two blocks of 256 threads fit an SM at the kernel's ~128 registers a thread: one wave, grid-strided.
+  const int64_t cap = static_cast<int64_t>(sm_count()) * 2;
+  const unsigned blocks = static_cast<unsigned>(want < cap ? want : cap);
+  kernel<<<blocks, kGemvWarps * kWarp, smem, stream>>>(
+      p->n, p->k, reinterpret_cast<const uint4*>(p->codes), p->absmax, shift,
+      static_cast<const __nv_bfloat16*>(p->x), static_cast<const __nv_bfloat16*>(p->norm_weight), p->eps,
+      static_cast<const __nv_bfloat16*>(p->bias), static_cast<const __nv_bfloat16*>(p->residual),
+      static_cast<__nv_bfloat16*>(p->y), static_cast<__nv_bfloat16*>(p->act_out));
+  return static_cast<int>(cudaGetLastError());
 }
 
 __global__ void rope_kv_kernel(int64_t heads, int64_t kv_heads, int64_t d, int64_t capacity,
@@ -335,6 +495,18 @@ extern "C" int forja_decode_gemv_bf16(const ForjaDecodeGemv* p, cudaStream_t str
       return dispatch_vec<FORJA_DECODE_SWIGLU>(p, stream);
     default:
       return dispatch_vec<FORJA_DECODE_PLAIN>(p, stream);
+  }
+}
+
+extern "C" int forja_decode_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t stream) {
+  if (forja_decode_gemv_nf4_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
+  switch (p->prologue) {
+    case FORJA_DECODE_RMSNORM:
+      return launch_gemv_nf4<FORJA_DECODE_RMSNORM>(p, stream);
+    case FORJA_DECODE_SWIGLU:
+      return launch_gemv_nf4<FORJA_DECODE_SWIGLU>(p, stream);
+    default:
+      return launch_gemv_nf4<FORJA_DECODE_PLAIN>(p, stream);
   }
 }
 

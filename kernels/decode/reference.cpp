@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "forja_kernels/decode.h"
+#include "forja_kernels/nf4.h"
 
 namespace {
 
@@ -24,6 +25,45 @@ float round_bf(float v) {
   return forja_bf16_to_float(forja_float_to_bf16(v));
 }
 
+// The activation the GEMV multiplies (the prologue's result, rounded as the header says); written to act_out
+// too when given.
+std::vector<float> activation(ForjaDecodePrologue prologue, const void* x, const void* norm_weight, float eps,
+                              int64_t k, void* act_out) {
+  std::vector<float> act(static_cast<size_t>(k));
+  if (prologue == FORJA_DECODE_RMSNORM) {
+    double ss = 0;
+    for (int64_t i = 0; i < k; ++i) ss += static_cast<double>(bf(x, i)) * bf(x, i);
+    const float r = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(k) + eps));
+    for (int64_t i = 0; i < k; ++i) act[i] = round_bf(round_bf(bf(x, i) * r) * bf(norm_weight, i));
+  } else if (prologue == FORJA_DECODE_SWIGLU) {
+    for (int64_t i = 0; i < k; ++i) {
+      const float g = bf(x, i), u = bf(x, k + i);
+      act[i] = round_bf(round_bf(g / (1.0f + std::exp(-g))) * u);
+    }
+  } else {
+    for (int64_t i = 0; i < k; ++i) act[i] = bf(x, i);
+  }
+  if (act_out != nullptr)
+    for (int64_t i = 0; i < k; ++i) static_cast<uint16_t*>(act_out)[i] = to_bf(act[i]);
+  return act;
+}
+
+// y[r] = bf16(acc + bias[r] + residual[r]).
+void store_row(void* y, int64_t r, double acc, const void* bias, const void* residual) {
+  if (bias != nullptr) acc += bf(bias, r);
+  if (residual != nullptr) acc += bf(residual, r);
+  static_cast<uint16_t*>(y)[r] = to_bf(static_cast<float>(acc));
+}
+
+// The prologue's own requirements, shared by both GEMVs' checks.
+const char* prologue_check(ForjaDecodePrologue prologue, const void* norm_weight, float eps) {
+  if (prologue != FORJA_DECODE_PLAIN && prologue != FORJA_DECODE_RMSNORM && prologue != FORJA_DECODE_SWIGLU)
+    return "unknown prologue";
+  if (prologue == FORJA_DECODE_RMSNORM && norm_weight == nullptr) return "RMSNORM needs norm_weight";
+  if (prologue == FORJA_DECODE_RMSNORM && !(eps >= 0.0f)) return "eps must be >= 0";
+  return nullptr;
+}
+
 }  // namespace
 
 extern "C" {
@@ -33,12 +73,21 @@ const char* forja_decode_gemv_check(const ForjaDecodeGemv* p) {
   if (p->n < 1 || p->k < 1) return "n and k must be at least 1";
   if (p->k > 32768) return "k is above 32768 (the activations live in shared memory)";
   if (p->w == nullptr || p->x == nullptr || p->y == nullptr) return "w, x and y are required";
-  if (p->prologue != FORJA_DECODE_PLAIN && p->prologue != FORJA_DECODE_RMSNORM &&
-      p->prologue != FORJA_DECODE_SWIGLU)
-    return "unknown prologue";
-  if (p->prologue == FORJA_DECODE_RMSNORM && p->norm_weight == nullptr) return "RMSNORM needs norm_weight";
-  if (p->prologue == FORJA_DECODE_RMSNORM && !(p->eps >= 0.0f)) return "eps must be >= 0";
-  return nullptr;
+  return prologue_check(p->prologue, p->norm_weight, p->eps);
+}
+
+const char* forja_decode_gemv_nf4_check(const ForjaDecodeGemvNf4* p) {
+  if (p == nullptr) return "no parameters";
+  if (p->n < 1 || p->k < 1) return "n and k must be at least 1";
+  if (p->k > 32768) return "k is above 32768 (the activations live in shared memory)";
+  if (p->k % 32 != 0) return "k must be a multiple of 32";
+  if (p->block_size < 32 || (p->block_size & (p->block_size - 1)) != 0)
+    return "block_size must be a power of two, at least 32";
+  if (p->k % p->block_size != 0) return "k must be a multiple of block_size (each row whole blocks)";
+  if (p->codes == nullptr || p->absmax == nullptr || p->x == nullptr || p->y == nullptr)
+    return "codes, absmax, x and y are required";
+  if (reinterpret_cast<uintptr_t>(p->codes) % 16 != 0) return "codes must be 16-byte aligned";
+  return prologue_check(p->prologue, p->norm_weight, p->eps);
 }
 
 const char* forja_decode_rope_kv_check(const ForjaDecodeRopeKv* p) {
@@ -83,28 +132,29 @@ int64_t forja_decode_attention_scratch_floats(int64_t heads, int64_t head_dim, i
 int forja_decode_gemv_bf16_ref(const ForjaDecodeGemv* p) {
   if (forja_decode_gemv_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
   const int64_t k = p->k;
-  std::vector<float> act(static_cast<size_t>(k));
-  if (p->prologue == FORJA_DECODE_RMSNORM) {
-    double ss = 0;
-    for (int64_t i = 0; i < k; ++i) ss += static_cast<double>(bf(p->x, i)) * bf(p->x, i);
-    const float r = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(k) + p->eps));
-    for (int64_t i = 0; i < k; ++i) act[i] = round_bf(round_bf(bf(p->x, i) * r) * bf(p->norm_weight, i));
-  } else if (p->prologue == FORJA_DECODE_SWIGLU) {
-    for (int64_t i = 0; i < k; ++i) {
-      const float g = bf(p->x, i), u = bf(p->x, k + i);
-      act[i] = round_bf(round_bf(g / (1.0f + std::exp(-g))) * u);
-    }
-  } else {
-    for (int64_t i = 0; i < k; ++i) act[i] = bf(p->x, i);
-  }
-  if (p->act_out != nullptr)
-    for (int64_t i = 0; i < k; ++i) static_cast<uint16_t*>(p->act_out)[i] = to_bf(act[i]);
+  const std::vector<float> act = activation(p->prologue, p->x, p->norm_weight, p->eps, k, p->act_out);
   for (int64_t r = 0; r < p->n; ++r) {
     double acc = 0;
     for (int64_t c = 0; c < k; ++c) acc += static_cast<double>(act[c]) * bf(p->w, r * k + c);
-    if (p->bias != nullptr) acc += bf(p->bias, r);
-    if (p->residual != nullptr) acc += bf(p->residual, r);
-    static_cast<uint16_t*>(p->y)[r] = to_bf(static_cast<float>(acc));
+    store_row(p->y, r, acc, p->bias, p->residual);
+  }
+  return FORJA_DECODE_OK;
+}
+
+int forja_decode_gemv_nf4_ref(const ForjaDecodeGemvNf4* p) {
+  if (forja_decode_gemv_nf4_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
+  const int64_t k = p->k;
+  const std::vector<float> act = activation(p->prologue, p->x, p->norm_weight, p->eps, k, p->act_out);
+  const float* codes = forja_nf4_codes();
+  for (int64_t r = 0; r < p->n; ++r) {
+    double acc = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      const int64_t i = r * k + c;
+      const uint8_t byte = p->codes[i / 2];
+      const float w = codes[i % 2 == 0 ? byte >> 4 : byte & 0x0f] * p->absmax[i / p->block_size];
+      acc += static_cast<double>(act[c]) * w;
+    }
+    store_row(p->y, r, acc, p->bias, p->residual);
   }
   return FORJA_DECODE_OK;
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "forja/nf4.h"
 #include "forja_kernels/decode.h"
 
 namespace {
@@ -112,6 +113,93 @@ class TestDecodeReference : public QObject {
     p.prologue = FORJA_DECODE_RMSNORM;
     QVERIFY(QByteArray(forja_decode_gemv_check(&p)).contains("norm_weight"));
     QCOMPARE(forja_decode_gemv_bf16_ref(&p), int(FORJA_DECODE_INVALID_ARGUMENT));
+  }
+
+  void nf4GemvMatchesTheDequantizedWeight_data() {
+    QTest::addColumn<int>("prologue");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("block");
+    QTest::addColumn<bool>("residual");
+    QTest::newRow("plain, block 64") << int(FORJA_DECODE_PLAIN) << 37 << 128 << 64 << true;
+    QTest::newRow("rmsnorm, block 32, odd rows") << int(FORJA_DECODE_RMSNORM) << 41 << 96 << 32 << false;
+    QTest::newRow("swiglu, block 128") << int(FORJA_DECODE_SWIGLU) << 16 << 256 << 128 << true;
+  }
+
+  // The NF4 GEMV's reference: core/quant quantizes a random weight (double quantization on, as QLoRA
+  // trains; the decoder hands the kernel the decoded fp32 absmax). The result is the product with
+  // core/quant's own dequantization, and the activation written out is the bf16 GEMV's.
+  void nf4GemvMatchesTheDequantizedWeight() {
+    QFETCH(int, prologue);
+    QFETCH(int, n);
+    QFETCH(int, k);
+    QFETCH(int, block);
+    QFETCH(bool, residual);
+    const int64_t in = prologue == FORJA_DECODE_SWIGLU ? 2 * k : k;
+    at::Tensor wf = at::randn({n, k}, at::detail::createCPUGenerator(31)) * 0.05;
+    const std::vector<float> wv(wf.data_ptr<float>(), wf.data_ptr<float>() + wf.numel());
+    const forja::quant::Nf4Tensor q = forja::quant::quantize_nf4(wv, {n, k}, {block, true, 256});
+    const std::vector<float> deq = forja::quant::dequantize_nf4(q);
+    std::vector<float> absmax(static_cast<size_t>(q.blocks()));
+    for (int64_t b = 0; b < q.blocks(); ++b) absmax[b] = q.block_absmax(b);
+    at::Tensor x = bf16_randn({1, in}, 32), nw = bf16_randn({k}, 33), r = bf16_randn({1, n}, 34);
+
+    at::Tensor y = at::full({1, n}, 7.0, at::kBFloat16), act = at::full({1, k}, 7.0, at::kBFloat16);
+    ForjaDecodeGemvNf4 p{};
+    p.n = n, p.k = k, p.codes = q.codes.data(), p.absmax = absmax.data(), p.block_size = block;
+    p.x = x.data_ptr(), p.prologue = static_cast<ForjaDecodePrologue>(prologue),
+    p.norm_weight = nw.data_ptr();
+    p.eps = 1e-5f, p.residual = residual ? r.data_ptr() : nullptr, p.y = y.data_ptr(),
+    p.act_out = act.data_ptr();
+    const bool aligned = reinterpret_cast<uintptr_t>(p.codes) % 16 == 0;
+    std::vector<uint8_t> aligned_codes;  // the check asks for 16-byte aligned codes, as the GPU loads them
+    if (!aligned) {
+      QCOMPARE(QByteArray(forja_decode_gemv_nf4_check(&p)), QByteArray("codes must be 16-byte aligned"));
+      aligned_codes.resize(q.codes.size() + 16);
+      const size_t shift = (16 - reinterpret_cast<uintptr_t>(aligned_codes.data()) % 16) % 16;
+      std::copy(q.codes.begin(), q.codes.end(), aligned_codes.begin() + static_cast<std::ptrdiff_t>(shift));
+      p.codes = aligned_codes.data() + shift;
+    }
+    QCOMPARE(forja_decode_gemv_nf4_ref(&p), int(FORJA_DECODE_OK));
+
+    // The activation is the bf16 GEMV's (the same prologue code): run that reference for it alone.
+    at::Tensor y_ref = at::full({1, n}, 7.0, at::kBFloat16), act_ref = at::full({1, k}, 7.0, at::kBFloat16);
+    at::Tensor wb = at::zeros({n, k}, at::kBFloat16);
+    ForjaDecodeGemv b{};
+    b.n = n, b.k = k, b.w = wb.data_ptr(), b.x = x.data_ptr(), b.prologue = p.prologue;
+    b.norm_weight = nw.data_ptr(), b.eps = p.eps, b.y = y_ref.data_ptr(), b.act_out = act_ref.data_ptr();
+    QCOMPARE(forja_decode_gemv_bf16_ref(&b), int(FORJA_DECODE_OK));
+    QVERIFY(at::equal(act, act_ref));
+    // The output: the products with core/quant's fp32 dequantization, summed in double, rounded once.
+    at::Tensor w_deq = at::from_blob(const_cast<float*>(deq.data()), {n, k}, at::kFloat).to(at::kDouble);
+    at::Tensor acc = at::mm(act.to(at::kDouble), w_deq.t());
+    if (residual) acc = acc + r.to(at::kDouble);
+    at::Tensor want = acc.to(at::kFloat).to(at::kBFloat16);
+    QVERIFY2(at::equal(y, want), qPrintable(QString("bf16 steps apart: %1").arg(bf16_steps(y, want))));
+    // And within NF4's error of the unquantized weight's product.
+    at::Tensor exact = at::mm(act.to(at::kDouble), wf.to(at::kDouble).t());
+    if (residual) exact = exact + r.to(at::kDouble);
+    const double rel = max_diff(y, exact) / exact.abs().max().item<double>();
+    QVERIFY2(rel < 0.1, qPrintable(QString::number(rel)));
+  }
+
+  void nf4GemvRejectsShapesTheKernelCannotRead() {
+    alignas(16) uint8_t codes[64] = {};
+    float absmax[4] = {1, 1, 1, 1};
+    uint16_t buf[128] = {};
+    ForjaDecodeGemvNf4 p{};
+    p.n = 2, p.k = 64, p.codes = codes, p.absmax = absmax, p.block_size = 64, p.x = buf, p.y = buf;
+    QVERIFY(forja_decode_gemv_nf4_check(&p) == nullptr);
+    p.k = 48;
+    QVERIFY(QByteArray(forja_decode_gemv_nf4_check(&p)).contains("multiple of 32"));
+    p.k = 64, p.block_size = 96;
+    QVERIFY(QByteArray(forja_decode_gemv_nf4_check(&p)).contains("power of two"));
+    p.k = 32, p.block_size = 64;
+    QVERIFY(QByteArray(forja_decode_gemv_nf4_check(&p)).contains("whole blocks"));
+    p.k = 64, p.codes = codes + 1;
+    QVERIFY(QByteArray(forja_decode_gemv_nf4_check(&p)).contains("aligned"));
+    p.codes = codes, p.absmax = nullptr;
+    QCOMPARE(forja_decode_gemv_nf4_ref(&p), int(FORJA_DECODE_INVALID_ARGUMENT));
   }
 
   void ropeRotatesAndWritesTheCacheSlot() {

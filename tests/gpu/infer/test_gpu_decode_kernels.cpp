@@ -21,9 +21,11 @@
 #include "decode_kernels.h"
 #include "engine.h"
 #include "forja/model_config.h"
+#include "forja/nf4.h"
 #include "forja_kernels/decode.h"
 #include "fused_ops.h"
 #include "gpu_harness.h"
+#include "nf4_weight.h"
 #include "peft_adapter.h"
 #include "reference.h"
 #include "weights.h"
@@ -78,6 +80,46 @@ void gemv_case(ForjaDecodePrologue pro, int64_t n, int64_t k, bool bias, bool re
   FORJA_CHECK(e <= 1e-2, "gemv n %lld k %lld: rel err %g", static_cast<long long>(n),
               static_cast<long long>(k), e);
   FORJA_CHECK(ea <= 1e-2, "gemv act_out: rel err %g", ea);
+}
+
+// The NF4 GEMV against its CPU reference: a weight quantized on the device (double quantization, as QLoRA
+// trains), its absmax decoded to fp32 as the decoder hands it over.
+void gemv_nf4_case(ForjaDecodePrologue pro, int64_t n, int64_t k, int64_t block, bool bias, bool residual) {
+  const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
+  forja::Nf4Weight q = forja::quantize_nf4_weight(
+      (at::randn({n, k}) / std::sqrt(static_cast<double>(k))).to(kCuda), {block, true, 256}, "w");
+  at::Tensor absmax = q.decoded_absmax().contiguous();
+  at::Tensor codes_h = q.codes.cpu().contiguous(), absmax_h = absmax.cpu();
+  at::Tensor x = randn_bf16({in}), nw = randn_bf16({k}), b = randn_bf16({n}), r = randn_bf16({n});
+  auto fill = [&](ForjaDecodeGemvNf4& p, const at::Tensor& C, const at::Tensor& A, const at::Tensor& X,
+                  const at::Tensor& NW, const at::Tensor& B, const at::Tensor& R, at::Tensor& Y,
+                  at::Tensor& ACT) {
+    p = ForjaDecodeGemvNf4{};
+    p.n = n, p.k = k, p.codes = C.data_ptr<uint8_t>(), p.absmax = A.data_ptr<float>(), p.block_size = block;
+    p.x = X.data_ptr(), p.prologue = pro, p.norm_weight = NW.data_ptr(), p.eps = 1e-5f;
+    p.bias = bias ? B.data_ptr() : nullptr, p.residual = residual ? R.data_ptr() : nullptr;
+    p.y = Y.data_ptr(), p.act_out = ACT.data_ptr();
+  };
+  at::Tensor y_ref = at::zeros({n}, at::kBFloat16), a_ref = at::zeros({k}, at::kBFloat16);
+  ForjaDecodeGemvNf4 p;
+  fill(p, codes_h, absmax_h, x, nw, b, r, y_ref, a_ref);
+  FORJA_CHECK(forja_decode_gemv_nf4_ref(&p) == 0, "reference refused: %s", forja_decode_gemv_nf4_check(&p));
+
+  at::Tensor xd = x.to(kCuda), nwd = nw.to(kCuda), bd = b.to(kCuda), rd = r.to(kCuda);
+  at::Tensor yd = at::full({n}, NAN, xd.options()), ad = at::full({k}, NAN, xd.options());
+  fill(p, q.codes, absmax, xd, nwd, bd, rd, yd, ad);
+  const int rc = forja_decode_gemv_nf4(&p, stream());
+  torch::cuda::synchronize();
+  FORJA_CHECK(rc == 0, "gemv_nf4 launch failed: %d", rc);
+  const double e = rel_max(yd, y_ref), ea = rel_max(ad, a_ref);
+  const bool finite = at::isfinite(yd).all().item<bool>() && at::isfinite(ad).all().item<bool>();
+  std::printf("gemv_nf4 prologue %d n %6lld k %6lld block %3lld bias %d res %d: y %.2e act %.2e\n",
+              static_cast<int>(pro), static_cast<long long>(n), static_cast<long long>(k),
+              static_cast<long long>(block), bias, residual, e, ea);
+  FORJA_CHECK(finite, "gemv_nf4: an output element was not written (NaN poison left)");
+  FORJA_CHECK(e <= 1e-2, "gemv_nf4 n %lld k %lld: rel err %g", static_cast<long long>(n),
+              static_cast<long long>(k), e);
+  FORJA_CHECK(ea <= 1e-2, "gemv_nf4 act_out: rel err %g", ea);
 }
 
 void rope_case(int64_t heads, int64_t kv, int64_t d, int64_t cap, int64_t pos) {
@@ -161,6 +203,39 @@ void gemv_speed(const char* what, int64_t n, int64_t k, ForjaDecodePrologue pro)
       static_cast<long long>(n), static_cast<long long>(k), ours, gb / ours * 1e6, cublas, gb / cublas * 1e6);
 }
 
+// The same for the NF4 GEMV: ours (prologue fused), the stock prologue + kernels/nf4's GEMV, and cuBLAS on
+// the bf16 weight, with GB/s counted on the 4-bit bytes read (codes and fp32 absmax).
+void gemv_nf4_speed(const char* what, int64_t n, int64_t k, ForjaDecodePrologue pro) {
+  const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
+  auto opts = at::TensorOptions().dtype(at::kBFloat16).device(kCuda);
+  at::Tensor w = at::randn({n, k}, opts) * 0.02, x = at::randn({1, in}, opts), nw = at::ones({k}, opts);
+  forja::Nf4Weight q = forja::quantize_nf4_weight(w, {}, "w");
+  at::Tensor xk = x.narrow(1, 0, k).contiguous();
+  auto time_us = [&](auto&& fn) {
+    for (int i = 0; i < 5; ++i) fn();
+    torch::cuda::synchronize();
+    const int iters = 200;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) fn();
+    torch::cuda::synchronize();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+  };
+  namespace dk = forja::infer::decode_kernels;
+  const auto prologue = pro == FORJA_DECODE_RMSNORM  ? dk::Prologue::RmsNorm
+                        : pro == FORJA_DECODE_SWIGLU ? dk::Prologue::SwiGlu
+                                                     : dk::Prologue::Plain;
+  const double ours = time_us([&] { dk::gemv_nf4(q, x, prologue, nw, 1e-5, {}, {}); });
+  const double stock = time_us([&] { dk::gemv_nf4_stock(q, x, prologue, nw, 1e-5, {}, {}); });
+  const double cublas = time_us([&] { at::mm(xk, w.t()); });
+  const double gb = static_cast<double>(q.bytes()) / 1e9;
+  std::printf(
+      "gemv_nf4 speed %-18s [%6lld x %6lld]: ours %6.1f us (%5.0f GB/s), stock + nf4 GEMV %6.1f us (%5.0f "
+      "GB/s), "
+      "cuBLAS bf16 %6.1f us\n",
+      what, static_cast<long long>(n), static_cast<long long>(k), ours, gb / ours * 1e6, stock,
+      gb / stock * 1e6, cublas);
+}
+
 std::unique_ptr<forja::Generator::Impl> engine(std::shared_ptr<forja::CausalLM> lm, bool graphs,
                                                int64_t ctx) {
   forja::EngineOptions o;
@@ -187,10 +262,12 @@ forja::infer::PeftAdapter random_adapter(const forja::ModelConfig& c) {
 }
 
 // Teacher-forced decode with the kernels on (engine `on`) and off (`off`), the same token fed to both.
+// `nf4`: a 4-bit base (QLoRA's, double quantization), the same quantized weights in both.
 void compare_decoders(const std::string& what, forja::ModelConfig c, bool graphs, bool adapter,
-                      int64_t prompt_len, int64_t steps) {
+                      int64_t prompt_len, int64_t steps, bool nf4 = false) {
   auto make = [&] {
     forja::RandomWeights w(5, at::kBFloat16, kCuda);
+    if (nf4) w.set_nf4(forja::quant::Nf4Options{64, true, 256});
     return forja::make_causal_lm(c, w);
   };
   const int64_t ctx = prompt_len + steps + 8;
@@ -211,6 +288,8 @@ void compare_decoders(const std::string& what, forja::ModelConfig c, bool graphs
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t pos = prompt_len + i;
     forja::fused::set_enabled(true);
+    FORJA_CHECK(on->decoder().decode_kernels_on(), "%s: the decode kernels do not take this model",
+                what.c_str());
     auto a = on->runner().step(token, pos);
     at::Tensor la = a.logits.clone();
     forja::fused::set_enabled(false);
@@ -314,5 +393,27 @@ int main() {
   m.hidden_size = 512, m.num_heads = 4, m.num_kv_heads = 1, m.head_dim = 128, m.intermediate_size = 1376;
   m.sliding_window = 40;
   compare_decoders("mistral-like d128 GQA 4:1, window 40, graphs", m, true, false, 30, 40);
+
+  // The NF4 GEMV, and the decoder on a 4-bit base (every in-feature a multiple of the 64-element block).
+  for (auto pro : {FORJA_DECODE_PLAIN, FORJA_DECODE_RMSNORM, FORJA_DECODE_SWIGLU}) {
+    gemv_nf4_case(pro, 1, 32, 32, false, false);
+    gemv_nf4_case(pro, 1001, 1024, 64, true, true);    // odd rows: the last warp's second row is out of range
+    gemv_nf4_case(pro, 2560, 2048, 64, false, false);  // TinyLlama q/k/v
+    gemv_nf4_case(pro, 77, 4224, 128, false, true);    // 132 groups: a partial batch at the end of the row
+  }
+  gemv_nf4_case(FORJA_DECODE_SWIGLU, 4096, 14336, 64, false, true);   // Mistral down
+  gemv_nf4_case(FORJA_DECODE_RMSNORM, 333, 30016, 64, false, false);  // above 40 KB of shared memory
+  gemv_nf4_speed("mistral qkv", 6144, 4096, FORJA_DECODE_RMSNORM);
+  gemv_nf4_speed("mistral o", 4096, 4096, FORJA_DECODE_PLAIN);
+  gemv_nf4_speed("mistral gate_up", 28672, 4096, FORJA_DECODE_RMSNORM);
+  gemv_nf4_speed("mistral down", 4096, 14336, FORJA_DECODE_SWIGLU);
+  gemv_nf4_speed("tinyllama gate_up", 11264, 2048, FORJA_DECODE_RMSNORM);
+  forja::ModelConfig q4 = c;
+  q4.intermediate_size = 768;
+  compare_decoders("llama d64 4-bit base", q4, false, false, 20, 30, true);
+  compare_decoders("llama d64 4-bit base + adapter, graphs", q4, true, true, 20, 30, true);
+  forja::ModelConfig m4 = m;
+  m4.intermediate_size = 1408;
+  compare_decoders("mistral-like d128 4-bit base, window 40, graphs", m4, true, false, 30, 40, true);
   return forja_test::finish("gpu decode kernels");
 }

@@ -4,6 +4,8 @@
  *  - forja_decode_gemv_bf16: y = act(x)·Wᵀ (+ bias) (+ residual) for one token, where act is nothing, the
  *    layer's RMSNorm, or SwiGLU of a fused [gate | up] vector, computed by every block into shared memory
  *    (the projection and the operation before it in one launch);
+ *  - forja_decode_gemv_nf4: the same over a 4-bit NF4 weight (QLoRA's base, kernels/nf4's format), every
+ *    4-bit code read once, the activation shared by two rows per warp;
  *  - forja_decode_rope_kv_bf16: rotary embedding of the token's q and k heads at the position read from
  *    device memory, q in place, k and v written into the KV cache slot;
  *  - forja_decode_attention_bf16: attention of the token's query heads over the cache positions up to the
@@ -59,6 +61,27 @@ typedef struct ForjaDecodeGemv {
   void* act_out;           /* [k] bf16 or NULL: act written out too (the LoRA branch's input) */
 } ForjaDecodeGemv;
 
+/* The same product over an NF4 weight: w[r, c] = code[index(r·k + c)] · absmax[(r·k + c) / block_size] in
+ * fp32 (forja_kernels/nf4.h: element 2i in the high nibble of byte i, the QLoRA paper's 16 code values), with
+ * plain fp32 absmax (a double-quantized weight's absmax decoded first). y = bf16(Σ act·w + bias + residual),
+ * the sum in fp32, rounded once. Shapes: k a multiple of 32 and of block_size, block_size a power of two
+ * >= 32 (a 16-byte group of codes lies in one block and a row in whole blocks), codes 16-byte aligned: every
+ * Llama-sized layer quantized with core/quant's block sizes. */
+typedef struct ForjaDecodeGemvNf4 {
+  int64_t n, k;         /* out and in features, >= 1; k <= 32768 */
+  const uint8_t* codes; /* [n·k / 2] */
+  const float* absmax;  /* [n·k / block_size] */
+  int64_t block_size;   /* elements per absmax */
+  const void* x;        /* [k] bf16, or [2k] with SWIGLU */
+  ForjaDecodePrologue prologue;
+  const void* norm_weight; /* [k] bf16, RMSNORM only */
+  float eps;               /* RMSNORM only */
+  const void* bias;        /* [n] bf16 or NULL */
+  const void* residual;    /* [n] bf16 or NULL (may equal y) */
+  void* y;                 /* [n] bf16 out */
+  void* act_out;           /* [k] bf16 or NULL */
+} ForjaDecodeGemvNf4;
+
 /* The token's qkv row [(heads + 2·kv_heads) · head_dim] bf16 (q heads, then k, then v): q and k rotated,
  * q in place; rotated k and v written to cache[0][h][pos] and cache[1][h][pos]. */
 typedef struct ForjaDecodeRopeKv {
@@ -90,6 +113,7 @@ typedef struct ForjaDecodeAttention {
 } ForjaDecodeAttention;
 
 int forja_decode_gemv_bf16(const ForjaDecodeGemv* p, cudaStream_t stream);
+int forja_decode_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t stream);
 int forja_decode_rope_kv_bf16(const ForjaDecodeRopeKv* p, cudaStream_t stream);
 int forja_decode_attention_bf16(const ForjaDecodeAttention* p, cudaStream_t stream);
 
@@ -101,12 +125,14 @@ int64_t forja_decode_attention_scratch_floats(int64_t heads, int64_t head_dim, i
 /* CPU references: host pointers (position too), the same structs; sums in double, intermediate roundings as
  * above. The attention reference ignores `chunk` and `scratch`. */
 int forja_decode_gemv_bf16_ref(const ForjaDecodeGemv* p);
+int forja_decode_gemv_nf4_ref(const ForjaDecodeGemvNf4* p);
 int forja_decode_rope_kv_bf16_ref(const ForjaDecodeRopeKv* p);
 int forja_decode_attention_bf16_ref(const ForjaDecodeAttention* p);
 
 /* NULL when the struct is usable, else a static message naming the problem (the device pointers are only
  * checked for NULL; the position is not read). */
 const char* forja_decode_gemv_check(const ForjaDecodeGemv* p);
+const char* forja_decode_gemv_nf4_check(const ForjaDecodeGemvNf4* p);
 const char* forja_decode_rope_kv_check(const ForjaDecodeRopeKv* p);
 const char* forja_decode_attention_check(const ForjaDecodeAttention* p);
 
