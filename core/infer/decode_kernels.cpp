@@ -68,10 +68,22 @@ at::Tensor stock_activation(const at::Tensor& x, Prologue prologue, const at::Te
   return x;
 }
 
-ForjaDecodePrologue c_prologue(Prologue prologue) {
-  return prologue == Prologue::RmsNorm  ? FORJA_DECODE_RMSNORM
-         : prologue == Prologue::SwiGlu ? FORJA_DECODE_SWIGLU
-                                        : FORJA_DECODE_PLAIN;
+// The fields both GEMV structs (bf16 and NF4) share: the activation's input and prologue, the epilogue's
+// bias and residual, and the outputs.
+template <typename Params>
+void set_common(Params& p, const at::Tensor& x, Prologue prologue, const at::Tensor& norm_weight, double eps,
+                const at::Tensor& bias, const at::Tensor& residual, at::Tensor& y,
+                const at::Tensor& act_out) {
+  p.x = x.data_ptr();
+  p.prologue = prologue == Prologue::RmsNorm  ? FORJA_DECODE_RMSNORM
+               : prologue == Prologue::SwiGlu ? FORJA_DECODE_SWIGLU
+                                              : FORJA_DECODE_PLAIN;
+  p.norm_weight = ptr(norm_weight);
+  p.eps = static_cast<float>(eps);
+  p.bias = ptr(bias);
+  p.residual = ptr(residual);
+  p.y = y.data_ptr();
+  p.act_out = act_out.defined() ? act_out.data_ptr() : nullptr;
 }
 
 }  // namespace
@@ -86,14 +98,7 @@ at::Tensor gemv(const at::Tensor& w, const at::Tensor& x, Prologue prologue, con
   p.n = w.size(0);
   p.k = w.size(1);
   p.w = w.data_ptr();
-  p.x = x.data_ptr();
-  p.prologue = c_prologue(prologue);
-  p.norm_weight = ptr(norm_weight);
-  p.eps = static_cast<float>(eps);
-  p.bias = ptr(bias);
-  p.residual = ptr(residual);
-  p.y = y.data_ptr();
-  p.act_out = act_out.defined() ? act_out.data_ptr() : nullptr;
+  set_common(p, x, prologue, norm_weight, eps, bias, residual, y, act_out);
   check(forja_decode_gemv_bf16(&p, stream()), forja_decode_gemv_check(&p), "gemv");
   return y;
 }
@@ -172,17 +177,27 @@ at::Tensor gemv_fastest(const at::Tensor& w, const at::Tensor& x, Prologue prolo
                    : gemv_stock(w, x, prologue, norm_weight, eps, bias, residual, act_out);
 }
 
-bool gemv_nf4_fits(const Nf4Weight& w) {
-  if (!w.defined() || w.shape.size() != 2 || !w.device().is_cuda() || w.double_quant || !w.absmax.defined())
-    return false;
-  if (!w.codes.is_contiguous() || !w.absmax.is_contiguous() || w.absmax.scalar_type() != at::kFloat)
-    return false;
+namespace {
+
+// The weight's part of the NF4 GEMV's parameters.
+ForjaDecodeGemvNf4 nf4_params(const Nf4Weight& w) {
   ForjaDecodeGemvNf4 p{};
   p.n = w.shape[0];
   p.k = w.shape[1];
   p.codes = w.codes.data_ptr<uint8_t>();
   p.absmax = w.absmax.data_ptr<float>();
   p.block_size = w.block_size;
+  return p;
+}
+
+}  // namespace
+
+bool gemv_nf4_fits(const Nf4Weight& w) {
+  if (!w.defined() || w.shape.size() != 2 || !w.device().is_cuda() || w.double_quant || !w.absmax.defined())
+    return false;
+  if (!w.codes.is_contiguous() || !w.absmax.is_contiguous() || w.absmax.scalar_type() != at::kFloat)
+    return false;
+  ForjaDecodeGemvNf4 p = nf4_params(w);
   uint16_t unused = 0;  // x and y are only checked for NULL here
   p.x = &unused;
   p.y = &unused;
@@ -195,20 +210,8 @@ at::Tensor gemv_nf4(const Nf4Weight& w, const at::Tensor& x, Prologue prologue, 
                     const at::Tensor& act_out) {
   TORCH_CHECK(x.is_contiguous() && x.scalar_type() == at::kBFloat16, "decode gemv_nf4: a contiguous bf16 x");
   at::Tensor y = at::empty({1, w.shape[0]}, x.options());
-  ForjaDecodeGemvNf4 p{};
-  p.n = w.shape[0];
-  p.k = w.shape[1];
-  p.codes = w.codes.data_ptr<uint8_t>();
-  p.absmax = w.absmax.data_ptr<float>();
-  p.block_size = w.block_size;
-  p.x = x.data_ptr();
-  p.prologue = c_prologue(prologue);
-  p.norm_weight = ptr(norm_weight);
-  p.eps = static_cast<float>(eps);
-  p.bias = ptr(bias);
-  p.residual = ptr(residual);
-  p.y = y.data_ptr();
-  p.act_out = act_out.defined() ? act_out.data_ptr() : nullptr;
+  ForjaDecodeGemvNf4 p = nf4_params(w);
+  set_common(p, x, prologue, norm_weight, eps, bias, residual, y, act_out);
   check(forja_decode_gemv_nf4(&p, stream()), forja_decode_gemv_nf4_check(&p), "gemv_nf4");
   return y;
 }

@@ -175,6 +175,25 @@ void attention_case(int64_t heads, int64_t kv, int64_t d, int64_t cap, int64_t m
   FORJA_CHECK(e <= 1e-2, "attention: rel err %g", e);
 }
 
+// Microseconds per call of `fn`: 200 calls after 5 warm-up ones, the device synchronised around them.
+template <typename Fn>
+double time_us(Fn&& fn) {
+  for (int i = 0; i < 5; ++i) fn();
+  torch::cuda::synchronize();
+  const int iters = 200;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) fn();
+  torch::cuda::synchronize();
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+}
+
+forja::infer::decode_kernels::Prologue core_prologue(ForjaDecodePrologue pro) {
+  namespace dk = forja::infer::decode_kernels;
+  return pro == FORJA_DECODE_RMSNORM  ? dk::Prologue::RmsNorm
+         : pro == FORJA_DECODE_SWIGLU ? dk::Prologue::SwiGlu
+                                      : dk::Prologue::Plain;
+}
+
 // Information, not a check: the GEMV's time and bandwidth at the real shapes against cuBLAS (at::mm) on the
 // same operands, so a slow kernel shows in the log (bench/ measures the decode itself).
 void gemv_speed(const char* what, int64_t n, int64_t k, ForjaDecodePrologue pro) {
@@ -182,19 +201,8 @@ void gemv_speed(const char* what, int64_t n, int64_t k, ForjaDecodePrologue pro)
   auto opts = at::TensorOptions().dtype(at::kBFloat16).device(kCuda);
   at::Tensor w = at::randn({n, k}, opts) * 0.02, x = at::randn({1, in}, opts), nw = at::ones({k}, opts);
   at::Tensor xk = x.narrow(1, 0, k).contiguous();
-  auto time_us = [&](auto&& fn) {
-    for (int i = 0; i < 5; ++i) fn();
-    torch::cuda::synchronize();
-    const int iters = 200;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) fn();
-    torch::cuda::synchronize();
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
-  };
   namespace dk = forja::infer::decode_kernels;
-  const auto prologue = pro == FORJA_DECODE_RMSNORM  ? dk::Prologue::RmsNorm
-                        : pro == FORJA_DECODE_SWIGLU ? dk::Prologue::SwiGlu
-                                                     : dk::Prologue::Plain;
+  const dk::Prologue prologue = core_prologue(pro);
   const double ours = time_us([&] { dk::gemv(w, x, prologue, nw, 1e-5, {}, {}); });
   const double cublas = time_us([&] { at::mm(xk, w.t()); });
   const double gb = static_cast<double>(n * k * 2) / 1e9;
@@ -211,19 +219,8 @@ void gemv_nf4_speed(const char* what, int64_t n, int64_t k, ForjaDecodePrologue 
   at::Tensor w = at::randn({n, k}, opts) * 0.02, x = at::randn({1, in}, opts), nw = at::ones({k}, opts);
   forja::Nf4Weight q = forja::quantize_nf4_weight(w, {}, "w");
   at::Tensor xk = x.narrow(1, 0, k).contiguous();
-  auto time_us = [&](auto&& fn) {
-    for (int i = 0; i < 5; ++i) fn();
-    torch::cuda::synchronize();
-    const int iters = 200;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) fn();
-    torch::cuda::synchronize();
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
-  };
   namespace dk = forja::infer::decode_kernels;
-  const auto prologue = pro == FORJA_DECODE_RMSNORM  ? dk::Prologue::RmsNorm
-                        : pro == FORJA_DECODE_SWIGLU ? dk::Prologue::SwiGlu
-                                                     : dk::Prologue::Plain;
+  const dk::Prologue prologue = core_prologue(pro);
   const double ours = time_us([&] { dk::gemv_nf4(q, x, prologue, nw, 1e-5, {}, {}); });
   const double stock = time_us([&] { dk::gemv_nf4_stock(q, x, prologue, nw, 1e-5, {}, {}); });
   const double cublas = time_us([&] { at::mm(xk, w.t()); });
