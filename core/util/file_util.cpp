@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "forja/error.h"
 
@@ -30,38 +31,50 @@ void fsync_directory(const fs::path& dir) {
   ::close(fd);
 }
 
-void write_file_atomic(const fs::path& path, std::string_view data) {
+AtomicFileWriter::AtomicFileWriter(fs::path path) : path_(std::move(path)) {
   std::random_device rd;
-  fs::path tmp = path;
-  tmp += ".tmp-" + std::to_string(rd());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_file_error(path.string(), std::string("cannot create: ") + std::strerror(errno));
+  tmp_ = path_;
+  tmp_ += ".tmp-" + std::to_string(rd());
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw_file_error(path_.string(), std::string("cannot create: ") + std::strerror(errno));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::append(std::string_view data) {
   const char* p = data.data();
   size_t left = data.size();
   while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
+    ssize_t n = ::write(fd_, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw_file_error(path.string(), std::string("write failed: ") + std::strerror(err),
+      const int err = errno;
+      throw_file_error(path_.string(), std::string("write failed: ") + std::strerror(err),
                        err == ENOSPC ? "Free some disk space and try again." : "");
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw_file_error(path.string(), std::string("fsync failed: ") + std::strerror(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw_file_error(path.string(), std::string("rename failed: ") + std::strerror(err));
-  }
-  fsync_directory(path.parent_path());
+  written_ += data.size();
+}
+
+void AtomicFileWriter::commit() {
+  const int fd = std::exchange(fd_, -1);
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    throw_file_error(path_.string(), std::string("fsync failed: ") + std::strerror(errno));
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    throw_file_error(path_.string(), std::string("rename failed: ") + std::strerror(errno));
+  committed_ = true;
+  fsync_directory(path_.parent_path());
+}
+
+void write_file_atomic(const fs::path& path, std::string_view data) {
+  AtomicFileWriter out(path);
+  out.append(data);
+  out.commit();
 }
 
 }  // namespace forja
