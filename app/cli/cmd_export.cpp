@@ -1,9 +1,11 @@
 // forja-cli export <model-dir> --adapter DIR --merge --out DIR [--dtype fp32|bf16|fp16] [--base-quant nf4]
+//                  [--format hf|gguf]
 // Folds a LoRA adapter (PEFT format) into the base weights and writes a plain Hugging Face model folder that
 // transformers loads with from_pretrained: safetensors (sharded past 4 GiB, with
 // model.safetensors.index.json), config.json and the tokenizer files copied from the base. With --base-quant
 // nf4 (an adapter trained by QLoRA) the base is quantized as training had it and the adapter merged into its
-// dequantized weights, in --dtype (bf16 by default).
+// dequantized weights, in --dtype (bf16 by default). With --format gguf, --out is a .gguf file for llama.cpp,
+// LM Studio and Ollama, its matrices in --dtype (fp16 by default; export_gguf.h says which models).
 #include <ATen/core/grad_mode.h>
 
 #include <cstdio>
@@ -12,6 +14,7 @@
 
 #include "causal_lm.h"
 #include "command.h"
+#include "export_gguf.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "lora_peft.h"
@@ -33,20 +36,36 @@ const char* const kCopied[] = {"config.json",
 constexpr int64_t kShardBytes = int64_t{4} << 30;
 
 int run_export(forja::cli::Args& args) {
-  args.reject_unknown({"adapter", "out", "dtype", "base-quant", "nf4-double-quant"});
+  args.reject_unknown({"adapter", "out", "dtype", "base-quant", "nf4-double-quant", "format"});
   const fs::path base = args.positional(0, "<model-dir>");
   const auto adapter = args.option("adapter");
   const auto out = args.option("out");
-  if (!adapter || !out) throw forja::Error("export needs --adapter DIR and --out DIR");
-  if (!args.flag("merge"))
+  const std::string format = args.option_or("format", "hf");
+  if (format != "hf" && format != "gguf")
+    throw forja::Error("--format takes hf or gguf, got '" + format + "'");
+  const bool gguf = format == "gguf";
+  // A GGUF file of the base alone is a conversion (a model for llama.cpp); a Hugging Face folder of it would
+  // be a copy.
+  if (!out || (!adapter && !gguf)) throw forja::Error("export needs --adapter DIR and --out DIR");
+  if (adapter && !args.flag("merge"))
     throw forja::Error("export writes merged models only",
                        "Add --merge (the adapter folder itself is already "
                        "PEFT's format and loads in PEFT as it is).");
-  if (fs::exists(*out) && !fs::is_empty(*out))
+  if (gguf) {
+    if (fs::path(*out).extension() != ".gguf")
+      throw forja::Error(*out + ": a GGUF export is one file named *.gguf",
+                         "Give --out a path ending in .gguf.");
+    if (fs::exists(*out))
+      throw forja::Error(*out + ": the file exists",
+                         "Choose a new file name; an export never overwrites one.");
+  } else if (fs::exists(*out) && !fs::is_empty(*out)) {
     throw forja::Error(*out + ": the output folder is not empty",
                        "Choose a new folder for the merged model.");
+  }
   forja::LoadOptions lo;
-  if (auto d = args.option("dtype")) lo.dtype = forja::parse_dtype_name(*d);
+  std::optional<at::ScalarType> out_dtype;
+  if (auto d = args.option("dtype")) out_dtype = forja::parse_dtype_name(*d);
+  if (!gguf) lo.dtype = out_dtype;  // GGUF: merged in the checkpoint's dtype, written in --dtype
   const std::string base_quant = args.option_or("base-quant", "none");
   if (base_quant == "nf4") {
     lo.dtype = lo.dtype.value_or(at::kBFloat16);
@@ -58,11 +77,34 @@ int run_export(forja::cli::Args& args) {
     throw forja::Error("--base-quant takes none or nf4, got '" + base_quant + "'");
   }
   auto model = forja::load_causal_lm(base, lo);
-  auto adapters = forja::load_peft_adapter(*model, *adapter);
-  adapters->merge_into_base(model->dtype());
+  size_t merged = 0;
+  if (adapter) {
+    auto adapters = forja::load_peft_adapter(*model, *adapter);
+    adapters->merge_into_base(model->dtype());
+    merged = adapters->entries().size();
+  }
   forja::dequantize_nf4_base(*model);  // projections the adapter does not touch
 
   at::NoGradGuard no_grad;
+  if (gguf) {
+    const at::ScalarType t = out_dtype.value_or(at::kHalf);
+    const auto type = t == at::kFloat  ? forja::io::GgufType::F32
+                      : t == at::kHalf ? forja::io::GgufType::F16
+                                       : forja::io::GgufType::BF16;
+#if FORJA_HAS_GGUF_EXPORT
+    if (auto parent = fs::path(*out).parent_path(); !parent.empty()) fs::create_directories(parent);
+    const std::string name =
+        base.filename().string() + (adapter ? " + " + fs::path(*adapter).filename().string() : std::string());
+    const uint64_t bytes = forja::cli::write_gguf(*model, base, *out, type, name);
+    std::printf("merged %zu adapted projections into %s (GGUF, %.1f MiB)\n", merged, out->c_str(),
+                double(bytes) / (1 << 20));
+    return 0;
+#else
+    (void)type;
+    throw forja::Error("this build of forja-cli has no tokenizer area, so it cannot write GGUF",
+                       "Build with the tokenizer (PCRE2 and sentencepiece's development files).");
+#endif
+  }
   fs::create_directories(*out);
   std::vector<std::vector<std::pair<std::string, at::Tensor>>> shards(1);
   int64_t in_shard = 0, total = 0;
@@ -89,15 +131,15 @@ int run_export(forja::cli::Args& args) {
   for (const char* f : kCopied)
     if (fs::exists(base / f))
       fs::copy_file(base / f, fs::path(*out) / f, fs::copy_options::overwrite_existing);
-  std::printf("merged %zu adapted projections into %s (%zu file%s, %.1f MiB)\n", adapters->entries().size(),
-              out->c_str(), shards.size(), shards.size() == 1 ? "" : "s", double(total) / (1 << 20));
+  std::printf("merged %zu adapted projections into %s (%zu file%s, %.1f MiB)\n", merged, out->c_str(),
+              shards.size(), shards.size() == 1 ? "" : "s", double(total) / (1 << 20));
   return 0;
 }
 
 }  // namespace
 
-FORJA_CLI_COMMAND(export, "Merge a LoRA adapter into its base model and write a Hugging Face model folder",
-                  "export <model-dir> --adapter DIR --merge --out DIR [--dtype fp32|bf16|fp16] "
-                  "[--base-quant nf4 [--nf4-double-quant on|off]]",
-                  run_export,
-                  {"merge"});
+FORJA_CLI_COMMAND(
+    export, "Merge a LoRA adapter into its base model and write a Hugging Face model folder, or a GGUF file",
+    "export <model-dir> [--adapter DIR --merge] --out DIR|FILE.gguf [--format hf|gguf] "
+    "[--dtype fp32|bf16|fp16] [--base-quant nf4 [--nf4-double-quant on|off]]",
+    run_export, {"merge"});

@@ -1,0 +1,25 @@
+// `forja-cli export --format gguf`: a loaded (merged) model and its folder's tokenizer as one GGUF file that
+// llama.cpp, LM Studio and Ollama load, with the tensor names, metadata and tokenizer keys of llama.cpp's own
+// converter (convert_hf_to_gguf.py).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "forja/gguf.h"
+
+namespace forja {
+class CausalLM;
+
+namespace cli {
+
+// The architectures and tokenizers written: the Llama family as llama.cpp's "llama" (Llama, Mistral,
+// TinyLlama, SmolLM: q/k rows reordered for its interleaved RoPE) and Qwen2 as "qwen2"; tokenizer.json with a
+// byte-level BPE model whose pre-tokenizer llama.cpp knows by name (Llama 3, Qwen2, SmolLM, GPT-2). Anything
+// else is a forja::Error saying what is not supported. Matrices go in `type`, norms and biases in F32.
+// Returns the bytes written.
+uint64_t write_gguf(const CausalLM& model, const std::filesystem::path& model_dir,
+                    const std::filesystem::path& out_file, io::GgufType type, const std::string& name);
+
+}  // namespace cli
+}  // namespace forja

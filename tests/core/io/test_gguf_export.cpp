@@ -1,0 +1,251 @@
+// `forja-cli export --format gguf` against llama.cpp. tests/fixtures/gguf/make_gguf_fixtures.sh had Forja
+// write GGUF files of the fixture models (with the 320-token tokenizers beside it) and of the demo model, ran
+// them in llama.cpp and recorded in expected.json what llama.cpp computed and the SHA-256 of each file. Here
+// the same exports are made again and must be those files byte for byte, so that llama.cpp's results hold for
+// them; then llama.cpp's greedy continuations are compared with transformers' (the fixtures' gen_output) and
+// with Forja's own, and its token ids of texts with Forja's tokenizer. The file's own structure is checked
+// with Forja's reader: the metadata llama.cpp reads, and the q/k rows reordered for its RoPE.
+#include <QCryptographicHash>
+#include <QProcess>
+#include <QtTest>
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "forja/gguf.h"
+#include "forja/model_config.h"
+#include "forja/safetensors.h"
+#include "reference.h"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const fs::path kGgufFixtures = fs::path(FORJA_FIXTURES_DIR) / "gguf";
+const fs::path kDemo = fs::path(FORJA_SOURCE_DIR) / "resources" / "demo" / "model";
+
+json expected() {
+  std::ifstream in(kGgufFixtures / "expected.json");
+  return json::parse(in);
+}
+
+// Runs forja-cli; returns its standard output, or fails the test with its error output.
+QByteArray cli(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(FORJA_CLI_PATH), args);
+  if (!p.waitForFinished(300000) || p.exitCode() != 0) {
+    qWarning("forja-cli %s: %s", qPrintable(args.join(' ')), p.readAllStandardError().constData());
+    return {};
+  }
+  return p.readAllStandardOutput();
+}
+
+QString sha256(const fs::path& file) {
+  QFile f(QString::fromStdString(file.string()));
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  QCryptographicHash h(QCryptographicHash::Sha256);
+  h.addData(&f);
+  return QString::fromLatin1(h.result().toHex());
+}
+
+std::vector<int64_t> ids(const json& a) {
+  return a.get<std::vector<int64_t>>();
+}
+
+std::vector<int64_t> int64s(const forja::io::SafetensorsFile& f, const std::string& name) {
+  const auto bytes = f.bytes(f.at(name));
+  std::vector<int64_t> v(bytes.size() / 8);
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+}  // namespace
+
+class TestGgufExport : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void fixtureModelsRunInLlamaCppAsInTransformers_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("tokenizer");
+    QTest::newRow("llama") << "llama"
+                           << "llama3_bpe_320";
+    QTest::newRow("llama3") << "llama3"
+                            << "llama3_bpe_320";
+    QTest::newRow("mistral (sliding window 8)") << "mistral"
+                                                << "llama3_bpe_320";
+    QTest::newRow("qwen2") << "qwen2"
+                           << "qwen2_bpe_320";
+    QTest::newRow("smollm (tied)") << "smollm"
+                                   << "qwen2_bpe_320";
+  }
+
+  void fixtureModelsRunInLlamaCppAsInTransformers() {
+    QFETCH(QString, model);
+    QFETCH(QString, tokenizer);
+    const std::string name = model.toStdString();
+    QTemporaryDir tmp;
+    const fs::path dir = fs::path(tmp.path().toStdString()) / name;
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(forja_test::fixture_dir(name)))
+      if (e.path().filename() != "expected.safetensors") fs::copy_file(e.path(), dir / e.path().filename());
+    fs::copy_file(kGgufFixtures / tokenizer.toStdString() / "tokenizer.json", dir / "tokenizer.json");
+    const fs::path file = dir.string() + ".gguf";
+    const QByteArray out =
+        cli({QStringLiteral("export"), QString::fromStdString(dir.string()), QStringLiteral("--format"),
+             QStringLiteral("gguf"), QStringLiteral("--dtype"), QStringLiteral("fp32"),
+             QStringLiteral("--out"), QString::fromStdString(file.string())});
+    QVERIFY(out.contains("GGUF"));
+
+    // The very file llama.cpp ran.
+    const json rec = expected()["models"][name];
+    QCOMPARE(sha256(file), QString::fromStdString(rec["sha256"].get<std::string>()));
+
+    // What llama.cpp reads from it.
+    const forja::io::GgufFile g = forja::io::read_gguf(file);
+    const forja::ModelConfig c = forja::parse_model_config(dir / "config.json");
+    const std::string arch = name == "qwen2" ? "qwen2" : "llama";
+    QCOMPARE(std::get<std::string>(g.metadata.at("general.architecture")), arch);
+    QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".block_count")), static_cast<uint32_t>(c.num_layers));
+    QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".attention.head_count_kv")),
+             static_cast<uint32_t>(c.num_kv_heads));
+    QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".context_length")),
+             static_cast<uint32_t>(c.sliding_window ? *c.sliding_window : c.max_position_embeddings));
+    QCOMPARE(std::get<std::vector<std::string>>(g.metadata.at("tokenizer.ggml.tokens")).size(),
+             static_cast<size_t>(c.vocab_size));
+    QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.pre")),
+             std::string(tokenizer.startsWith("llama3") ? "llama-bpe" : "qwen2"));
+    // Embedding, final norm, 9 per layer; the LM head unless tied; q/k/v biases; llama3's RoPE factors.
+    QCOMPARE(g.tensors.size(),
+             size_t(2 + 9 * c.num_layers + (c.tie_word_embeddings ? 0 : 1) +
+                    (c.qkv_bias ? 3 * c.num_layers : 0) + (c.rope.type == "llama3" ? 1 : 0)));
+
+    // q rows: llama.cpp's "llama" RoPE rotates adjacent pairs, so head h's rows [first half; second half]
+    // are interleaved (row 2j + t of the head is the HF row t·d/2 + j); Qwen2's RoPE is HF's own.
+    const auto st = forja::io::SafetensorsFile::open(fs::exists(dir / "model.safetensors")
+                                                         ? dir / "model.safetensors"
+                                                         : dir / "model-00001-of-00003.safetensors");
+    if (const auto* info = st.find("model.layers.0.self_attn.q_proj.weight"); info != nullptr) {
+      // The checkpoint's values (fp32, fp16 or bf16: exact in the fp32 file).
+      const at::ScalarType dt = info->dtype == forja::io::DType::F16    ? at::kHalf
+                                : info->dtype == forja::io::DType::BF16 ? at::kBFloat16
+                                                                        : at::kFloat;
+      const auto raw = st.bytes(*info);
+      const at::Tensor hf_t =
+          at::from_blob(const_cast<uint8_t*>(raw.data()), info->shape, at::TensorOptions().dtype(dt))
+              .to(at::kFloat)
+              .contiguous();
+      const float* hf_f = hf_t.data_ptr<float>();
+      const auto q = std::find_if(g.tensors.begin(), g.tensors.end(),
+                                  [](const auto& t) { return t.name == "blk.0.attn_q.weight"; });
+      QVERIFY(q != g.tensors.end());
+      QCOMPARE(q->shape, info->shape);
+      std::ifstream in(file, std::ios::binary);
+      std::vector<float> gf(static_cast<size_t>(hf_t.numel()));
+      in.seekg(static_cast<std::streamoff>(q->offset));
+      in.read(reinterpret_cast<char*>(gf.data()), static_cast<std::streamsize>(gf.size() * 4));
+      const int64_t d = c.head_dim, cols = c.hidden_size;
+      int64_t mismatched = 0;
+      for (int64_t h = 0; h < c.num_heads; ++h)
+        for (int64_t j = 0; j < d / 2; ++j)
+          for (int64_t t = 0; t < 2; ++t) {
+            const int64_t g_row = h * d + (arch == "llama" ? 2 * j + t : t * d / 2 + j);
+            const int64_t hf_row = h * d + t * d / 2 + j;
+            mismatched += std::memcmp(&gf[g_row * cols], &hf_f[hf_row * cols], cols * 4) != 0;
+          }
+      QCOMPARE(mismatched, int64_t{0});
+    }
+
+    // llama.cpp's greedy continuation = transformers' (within a sliding window: llama.cpp attends to all).
+    const auto exp = forja::io::SafetensorsFile::open(forja_test::fixture_dir(name) / "expected.safetensors");
+    const std::vector<int64_t> prompt = int64s(exp, "gen_prompt"), hf = int64s(exp, "gen_output");
+    QCOMPARE(ids(rec["prompt"]), prompt);
+    const std::vector<int64_t> llama_cpp = ids(rec["greedy"]);
+    size_t same = llama_cpp.size();
+    if (c.sliding_window) same = static_cast<size_t>(*c.sliding_window) - prompt.size();
+    QVERIFY(same >= 1 && same <= hf.size() - prompt.size());
+    QCOMPARE(std::vector<int64_t>(llama_cpp.begin(), llama_cpp.begin() + static_cast<std::ptrdiff_t>(same)),
+             std::vector<int64_t>(hf.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
+                                  hf.begin() + static_cast<std::ptrdiff_t>(prompt.size() + same)));
+  }
+
+  void demoModelTokenizesAndAnswersInLlamaCppAsInForja_data() {
+    QTest::addColumn<QString>("dtype");
+    QTest::newRow("fp32") << "fp32";
+    QTest::newRow("fp16") << "fp16";
+  }
+
+  void demoModelTokenizesAndAnswersInLlamaCppAsInForja() {
+    QFETCH(QString, dtype);
+    QTemporaryDir tmp;
+    const fs::path file = fs::path(tmp.path().toStdString()) / "sub" / "demo.gguf";
+    QVERIFY(!cli({QStringLiteral("export"), QString::fromStdString(kDemo.string()),
+                  QStringLiteral("--format"), QStringLiteral("gguf"), QStringLiteral("--dtype"), dtype,
+                  QStringLiteral("--out"), QString::fromStdString(file.string())})
+                 .isEmpty());
+    const json rec = expected()["models"]["demo_" + dtype.toStdString()];
+    QCOMPARE(sha256(file), QString::fromStdString(rec["sha256"].get<std::string>()));
+    const forja::io::GgufFile g = forja::io::read_gguf(file);
+    QCOMPARE(std::get<uint32_t>(g.metadata.at("general.file_type")), dtype == "fp32" ? 0u : 1u);
+    QVERIFY(std::get<std::string>(g.metadata.at("tokenizer.chat_template")).find("assistant") !=
+            std::string::npos);
+
+    // The texts: llama.cpp's token ids are Forja's tokenizer's.
+    for (const auto& [text, want] : rec["tokenized"].items()) {
+      const json ours = json::parse(cli({QStringLiteral("tokenize"), QString::fromStdString(kDemo.string()),
+                                         QString::fromStdString(text), QStringLiteral("--json")})
+                                        .toStdString());
+      QCOMPARE(ids(ours["ids"]), ids(want));
+    }
+    // The greedy answer: llama.cpp's (on the fp32 and on the fp16 file) is Forja's.
+    QStringList prompt;
+    for (int64_t id : ids(rec["prompt"])) prompt << QString::number(id);
+    const json ours = json::parse(
+        cli({QStringLiteral("generate"), QString::fromStdString(kDemo.string()),
+             QStringLiteral("--prompt-ids"), prompt.join(','), QStringLiteral("--max-new"),
+             QString::number(rec["greedy"].size()), QStringLiteral("--temperature"), QStringLiteral("0"),
+             QStringLiteral("--dtype"), QStringLiteral("fp32"), QStringLiteral("--json")})
+            .toStdString());
+    QCOMPARE(ids(ours["result"]["tokens"]), ids(rec["greedy"]));
+  }
+
+  void refusesWhatItCannotWrite() {
+    QTemporaryDir tmp;
+    // GPT-2 is not written yet, and says so; nothing is left behind.
+    QProcess p;
+    const QString out = tmp.filePath(QStringLiteral("g.gguf"));
+    p.start(QStringLiteral(FORJA_CLI_PATH),
+            {QStringLiteral("export"), QString::fromStdString(forja_test::fixture_dir("gpt2").string()),
+             QStringLiteral("--format"), QStringLiteral("gguf"), QStringLiteral("--out"), out});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY2(p.readAllStandardError().contains("GPT-2"), "no reason given");
+    QVERIFY(!QFile::exists(out));
+    // A model folder without tokenizer.json: the error names the folder.
+    p.start(QStringLiteral(FORJA_CLI_PATH),
+            {QStringLiteral("export"), QString::fromStdString(forja_test::fixture_dir("llama").string()),
+             QStringLiteral("--format"), QStringLiteral("gguf"), QStringLiteral("--out"), out});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(p.readAllStandardError().contains("no tokenizer.json"));
+    QVERIFY(!QFile::exists(out));
+    // --out must be a new .gguf file.
+    p.start(QStringLiteral(FORJA_CLI_PATH),
+            {QStringLiteral("export"), QString::fromStdString(kDemo.string()), QStringLiteral("--format"),
+             QStringLiteral("gguf"), QStringLiteral("--out"), tmp.path()});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(p.readAllStandardError().contains("*.gguf"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestGgufExport)
+#include "test_gguf_export.moc"
