@@ -140,15 +140,35 @@ at::Tensor llama3_rope_factors(const RopeConfig& r, int64_t head_dim) {
   return at::tensor(f);
 }
 
+// GPT-2 under llama.cpp's "gpt2" names. Its Conv1D weights are stored [in, out]: written as [out, in], as
+// every other matrix; the LM head is the token embedding, written again as output.weight (llama.cpp's
+// converter does the same).
+template <typename Take, typename Add>
+void add_gpt2_tensors(const ModelConfig& c, Take&& take, Add&& add) {
+  add("token_embd.weight", take("transformer.wte.weight"));
+  add("position_embd.weight", take("transformer.wpe.weight"));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string hf = "transformer.h." + std::to_string(i) + ".", g = "blk." + std::to_string(i) + ".";
+    const std::pair<const char*, const char*> parts[] = {
+        {"ln_1", "attn_norm"}, {"attn.c_attn", "attn_qkv"}, {"attn.c_proj", "attn_output"},
+        {"ln_2", "ffn_norm"},  {"mlp.c_fc", "ffn_up"},      {"mlp.c_proj", "ffn_down"}};
+    for (const auto& [from, to] : parts) {
+      at::Tensor weight = take(hf + from + ".weight");
+      add(g + to + ".weight", weight.dim() == 2 ? weight.t() : weight);
+      add(g + to + ".bias", take(hf + from + ".bias"));
+    }
+  }
+  add("output_norm.weight", take("transformer.ln_f.weight"));
+  add("output_norm.bias", take("transformer.ln_f.bias"));
+  add("output.weight", take("transformer.wte.weight"));
+}
+
 }  // namespace
 
 uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::path& out_file,
                     io::GgufType type, const std::string& name) {
   const ModelConfig& c = model.config();
-  if (c.family == Family::Gpt2)
-    throw Error("GGUF export does not write GPT-2 models yet",
-                "Export a Hugging Face folder instead (without --format gguf).");
-  const std::string arch = c.family == Family::Qwen2 ? "qwen2" : "llama";
+  const std::string arch = c.family == Family::Qwen2 ? "qwen2" : c.family == Family::Gpt2 ? "gpt2" : "llama";
   const Vocab vocab = read_vocab(model_dir, c.vocab_size);
   const Tokenizer tok = Tokenizer::load(model_dir.string());
   const TokenizerInfo& info = tok.info();
@@ -175,16 +195,20 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   w.set(arch + ".block_count", static_cast<uint32_t>(c.num_layers));
   w.set(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
   w.set(arch + ".attention.head_count", static_cast<uint32_t>(c.num_heads));
-  w.set(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_kv_heads));
-  w.set(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
-  w.set(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
-  w.set(arch + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
-  w.set(arch + ".rope.freq_base", static_cast<float>(c.rope.theta));
-  w.set(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
   w.set(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
-  if (c.rope.type == "linear") {
-    w.set(arch + ".rope.scaling.type", std::string("linear"));
-    w.set(arch + ".rope.scaling.factor", static_cast<float>(c.rope.factor));
+  if (arch == "gpt2") {
+    w.set(arch + ".attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
+  } else {
+    w.set(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_kv_heads));
+    w.set(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+    w.set(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
+    w.set(arch + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+    w.set(arch + ".rope.freq_base", static_cast<float>(c.rope.theta));
+    w.set(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+    if (c.rope.type == "linear") {
+      w.set(arch + ".rope.scaling.type", std::string("linear"));
+      w.set(arch + ".rope.scaling.factor", static_cast<float>(c.rope.factor));
+    }
   }
 
   w.set("tokenizer.ggml.model", std::string("gpt2"));
@@ -220,6 +244,11 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
     const io::GgufType tt = t.dim() == 1 ? io::GgufType::F32 : type;
     w.add_tensor({gguf_name, t.sizes().vec(), tt, [t, tt] { return bytes_of(t, tt); }});
   };
+  if (arch == "gpt2") {
+    add_gpt2_tensors(c, take, add);
+    w.write(out_file);
+    return fs::file_size(out_file);
+  }
   add("token_embd.weight", take("model.embed_tokens.weight"));
   if (c.rope.type == "llama3") add("rope_freqs.weight", llama3_rope_factors(c.rope, c.head_dim));
   for (int64_t i = 0; i < c.num_layers; ++i) {

@@ -14,7 +14,8 @@ class CausalLM;
 namespace cli {
 
 // The architectures and tokenizers written: the Llama family as llama.cpp's "llama" (Llama, Mistral,
-// TinyLlama, SmolLM: q/k rows reordered for its interleaved RoPE) and Qwen2 as "qwen2"; tokenizer.json with a
+// TinyLlama, SmolLM: q/k rows reordered for its interleaved RoPE), Qwen2 as "qwen2" and GPT-2 as "gpt2"
+// (Conv1D weights transposed); tokenizer.json with a
 // byte-level BPE model whose pre-tokenizer llama.cpp knows by name (Llama 3, Qwen2, SmolLM, GPT-2). Anything
 // else is a forja::Error saying what is not supported. Matrices go in `type`, norms and biases in F32.
 // Returns the bytes written.

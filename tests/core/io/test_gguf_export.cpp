@@ -112,21 +112,31 @@ class TestGgufExport : public QObject {
     // What llama.cpp reads from it.
     const forja::io::GgufFile g = forja::io::read_gguf(file);
     const forja::ModelConfig c = forja::parse_model_config(dir / "config.json");
-    const std::string arch = name == "qwen2" ? "qwen2" : "llama";
+    const std::string arch = name == "qwen2" || name == "gpt2" ? name : "llama";
     QCOMPARE(std::get<std::string>(g.metadata.at("general.architecture")), arch);
     QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".block_count")), static_cast<uint32_t>(c.num_layers));
-    QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".attention.head_count_kv")),
-             static_cast<uint32_t>(c.num_kv_heads));
+    QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".attention.head_count")),
+             static_cast<uint32_t>(c.num_heads));
+    if (arch != "gpt2")
+      QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".attention.head_count_kv")),
+               static_cast<uint32_t>(c.num_kv_heads));
     QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".context_length")),
              static_cast<uint32_t>(c.sliding_window ? *c.sliding_window : c.max_position_embeddings));
     QCOMPARE(std::get<std::vector<std::string>>(g.metadata.at("tokenizer.ggml.tokens")).size(),
              static_cast<size_t>(c.vocab_size));
-    QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.pre")),
-             std::string(tokenizer.startsWith("llama3") ? "llama-bpe" : "qwen2"));
-    // Embedding, final norm, 9 per layer; the LM head unless tied; q/k/v biases; llama3's RoPE factors.
-    QCOMPARE(g.tensors.size(),
-             size_t(2 + 9 * c.num_layers + (c.tie_word_embeddings ? 0 : 1) +
-                    (c.qkv_bias ? 3 * c.num_layers : 0) + (c.rope.type == "llama3" ? 1 : 0)));
+    const char* pre = tokenizer.startsWith("llama3")  ? "llama-bpe"
+                      : tokenizer.startsWith("qwen2") ? "qwen2"
+                                                      : "gpt-2";
+    QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.pre")), std::string(pre));
+    // Llama family: embedding, final norm, 9 per layer; the LM head unless tied; q/k/v biases; llama3's RoPE
+    // factors. GPT-2: token and position embeddings, 12 per layer (6 weights, 6 biases), the final norm's
+    // two, and the LM head (the token embedding again).
+    if (arch == "gpt2")
+      QCOMPARE(g.tensors.size(), size_t(2 + 12 * c.num_layers + 3));
+    else
+      QCOMPARE(g.tensors.size(),
+               size_t(2 + 9 * c.num_layers + (c.tie_word_embeddings ? 0 : 1) +
+                      (c.qkv_bias ? 3 * c.num_layers : 0) + (c.rope.type == "llama3" ? 1 : 0)));
 
     // q rows: llama.cpp's "llama" RoPE rotates adjacent pairs, so head h's rows [first half; second half]
     // are interleaved (row 2j + t of the head is the HF row t·d/2 + j); Qwen2's RoPE is HF's own.
@@ -219,15 +229,23 @@ class TestGgufExport : public QObject {
 
   void refusesWhatItCannotWrite() {
     QTemporaryDir tmp;
-    // GPT-2 is not written yet, and says so; nothing is left behind.
+    // A SentencePiece-style tokenizer (BPE with byte fallback) is not written yet, and says so; nothing is
+    // left behind.
+    const fs::path dir = fs::path(tmp.path().toStdString()) / "sp";
+    fs::create_directories(dir);
+    for (const char* f : {"config.json", "model.safetensors"})
+      fs::copy_file(forja_test::fixture_dir("qwen2") / f, dir / f);
+    fs::copy_file(fs::path(FORJA_FIXTURES_DIR) / "tokenizers" / "sp_bpe_hf" / "tokenizer.json",
+                  dir / "tokenizer.json");
     QProcess p;
     const QString out = tmp.filePath(QStringLiteral("g.gguf"));
     p.start(QStringLiteral(FORJA_CLI_PATH),
-            {QStringLiteral("export"), QString::fromStdString(forja_test::fixture_dir("gpt2").string()),
-             QStringLiteral("--format"), QStringLiteral("gguf"), QStringLiteral("--out"), out});
+            {QStringLiteral("export"), QString::fromStdString(dir.string()), QStringLiteral("--format"),
+             QStringLiteral("gguf"), QStringLiteral("--out"), out});
     QVERIFY(p.waitForFinished(120000));
     QCOMPARE(p.exitCode(), 1);
-    QVERIFY2(p.readAllStandardError().contains("GPT-2"), "no reason given");
+    const QByteArray err = p.readAllStandardError();
+    QVERIFY2(err.contains("tokenizer.json") && err.contains("byte fallback"), err.constData());
     QVERIFY(!QFile::exists(out));
     // A model folder without tokenizer.json: the error names the folder.
     p.start(QStringLiteral(FORJA_CLI_PATH),
