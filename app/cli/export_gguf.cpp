@@ -4,8 +4,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "causal_lm.h"
@@ -52,54 +55,199 @@ std::string pre_tokenizer_name(const json& pre, const fs::path& file) {
 }
 
 struct Vocab {
+  std::string model;  // llama.cpp's tokenizer: "gpt2" (byte-level BPE) or "llama" (SentencePiece)
   std::vector<std::string> tokens;
   std::vector<int32_t> types;
-  std::vector<std::string> merges;
-  std::string pre;
+  std::vector<std::string> merges;  // gpt2
+  std::string pre;                  // gpt2
+  std::vector<float> scores;        // llama
+  bool add_space_prefix = true;     // llama
 };
 
-// tokens by id (the model's vocab_size of them: ids no token has are "[PAD<id>]", unused, as llama.cpp's
-// converter writes them), their types and the merges, from tokenizer.json.
-Vocab read_vocab(const fs::path& dir, int64_t vocab_size) {
-  const fs::path file = dir / "tokenizer.json";
-  if (!fs::exists(file))
-    throw Error(dir.string() + ": no tokenizer.json",
-                "GGUF export reads the tokenizer from tokenizer.json (a byte-level BPE tokenizer).");
-  json t;
+// ---- SentencePiece's tokenizer.model: the protobuf fields llama.cpp's "llama" tokenizer needs ----
+// ModelProto { repeated SentencePiece pieces = 1; TrainerSpec trainer_spec = 2; NormalizerSpec
+// normalizer_spec = 3; }, SentencePiece { string piece = 1; float score = 2; Type type = 3 (NORMAL = 1) },
+// TrainerSpec { ModelType model_type = 3 (UNIGRAM = 1, BPE = 2) }, NormalizerSpec { bool add_dummy_prefix = 3
+// }.
+struct SpModel {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::vector<int32_t> types;  // SentencePiece's Type numbers are llama.cpp's token types
+  int model_type = 1;
+  bool add_dummy_prefix = true;
+};
+
+class Proto {
+ public:
+  Proto(std::string_view d, const fs::path& file) : d_(d), file_(file) {}
+  bool done() const { return pos_ >= d_.size(); }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (done()) fail();
+      const auto b = static_cast<uint8_t>(d_[pos_++]);
+      v |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80u) == 0) return v;
+    }
+    fail();
+  }
+  std::string_view bytes() {
+    const uint64_t n = varint();
+    if (n > d_.size() - pos_) fail();
+    const std::string_view s = d_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  float fixed32() {
+    if (d_.size() - pos_ < 4) fail();
+    float f;
+    std::memcpy(&f, d_.data() + pos_, 4);
+    pos_ += 4;
+    return f;
+  }
+  void skip(uint32_t wire) {
+    if (wire == 0) {
+      varint();
+    } else if (wire == 1) {
+      if (d_.size() - pos_ < 8) fail();
+      pos_ += 8;
+    } else if (wire == 2) {
+      bytes();
+    } else if (wire == 5) {
+      fixed32();
+    } else {
+      fail();
+    }
+  }
+  [[noreturn]] void fail() const {
+    throw Error(file_.string() + ": not a SentencePiece model Forja can read (broken protobuf at byte " +
+                std::to_string(pos_) + ")");
+  }
+
+ private:
+  std::string_view d_;
+  const fs::path& file_;
+  size_t pos_ = 0;
+};
+
+SpModel read_sentencepiece(const fs::path& file) {
+  const std::string data = read_text_file(file);
+  SpModel m;
+  Proto top(data, file);
+  while (!top.done()) {
+    const uint64_t key = top.varint();
+    const auto field = key >> 3;
+    const auto wire = static_cast<uint32_t>(key & 7);
+    if (wire != 2) {
+      top.skip(wire);
+      continue;
+    }
+    Proto sub(top.bytes(), file);
+    if (field == 1) {
+      std::string piece;
+      float score = 0;
+      int32_t type = 1;
+      while (!sub.done()) {
+        const uint64_t k = sub.varint();
+        if (k == (1 << 3 | 2))
+          piece = std::string(sub.bytes());
+        else if (k == (2 << 3 | 5))
+          score = sub.fixed32();
+        else if (k == (3 << 3 | 0))
+          type = static_cast<int32_t>(sub.varint());
+        else
+          sub.skip(static_cast<uint32_t>(k & 7));
+      }
+      m.pieces.push_back(std::move(piece)), m.scores.push_back(score), m.types.push_back(type);
+    } else if (field == 2 || field == 3) {
+      while (!sub.done()) {
+        const uint64_t k = sub.varint();
+        if (field == 2 && k == (3 << 3 | 0))
+          m.model_type = static_cast<int>(sub.varint());
+        else if (field == 3 && k == (3 << 3 | 0))
+          m.add_dummy_prefix = sub.varint() != 0;
+        else
+          sub.skip(static_cast<uint32_t>(k & 7));
+      }
+    }
+  }
+  if (m.pieces.empty()) throw Error(file.string() + ": a SentencePiece model without pieces");
+  return m;
+}
+
+json read_json(const fs::path& file) {
   try {
-    t = json::parse(read_text_file(file));
+    return json::parse(read_text_file(file));
   } catch (const json::exception& e) {
     throw Error(file.string() + ": not valid JSON (" + e.what() + ")");
   }
-  const json& model = t["model"];
-  if (model.value("type", "") != "BPE" || model.value("byte_fallback", false))
+}
+
+// The model's vocab_size tokens by id (ids no token has are "[PAD<id>]", unused, as llama.cpp's converter
+// writes them) and their types: from tokenizer.json's byte-level BPE (vocabulary, merges, pre-tokenizer), or
+// from SentencePiece's tokenizer.model (pieces, scores, types) with tokenizer.json's added tokens on top.
+Vocab read_vocab(const fs::path& dir, int64_t vocab_size) {
+  const fs::path json_file = dir / "tokenizer.json", sp_file = dir / "tokenizer.model";
+  const bool has_json = fs::exists(json_file), has_sp = fs::exists(sp_file);
+  if (!has_json && !has_sp)
     throw Error(
-        file.string() + ": a " + model.value("type", std::string("?")) +
+        dir.string() + ": no tokenizer.json or tokenizer.model",
+        "GGUF export writes the model's tokenizer too: copy the base model's tokenizer files beside it.");
+  const json t = has_json ? read_json(json_file) : json::object();
+  const json model = t.value("model", json::object());
+  const bool byte_level_bpe =
+      has_json && model.value("type", "") == "BPE" && !model.value("byte_fallback", false);
+  if (!byte_level_bpe && !has_sp)
+    throw Error(
+        json_file.string() + ": a " + model.value("type", std::string("?")) +
             (model.value("byte_fallback", false) ? " model with byte fallback (SentencePiece style)"
                                                  : " model") +
-            ", not a byte-level BPE",
-        "GGUF export supports byte-level BPE tokenizers (Llama 3, Qwen2, SmolLM, GPT-2); export a Hugging "
-        "Face folder instead (without --format gguf) and convert it with llama.cpp's own script.");
+            " and no tokenizer.model beside it",
+        "GGUF export writes byte-level BPE tokenizers (Llama 3, Qwen2, SmolLM, GPT-2) and SentencePiece BPE "
+        "models from tokenizer.model (Llama 2, Mistral, TinyLlama).");
   Vocab v;
-  v.pre = pre_tokenizer_name(t.value("pre_tokenizer", json()), file);
   v.tokens.resize(static_cast<size_t>(vocab_size));
   v.types.assign(static_cast<size_t>(vocab_size), kUnused);
   std::vector<bool> have(static_cast<size_t>(vocab_size), false);
+  const fs::path& source = byte_level_bpe ? json_file : sp_file;
   auto put = [&](const std::string& token, int64_t id, int32_t type) {
     if (id < 0 || id >= vocab_size)
-      throw Error(file.string() + ": token " + token + " has id " + std::to_string(id) +
+      throw Error(source.string() + ": token " + token + " has id " + std::to_string(id) +
                   ", outside the model's vocabulary of " + std::to_string(vocab_size));
     v.tokens[id] = token, v.types[id] = type, have[id] = true;
   };
-  for (const auto& [token, id] : model["vocab"].items()) put(token, id.get<int64_t>(), kNormal);
-  for (const auto& a : t.value("added_tokens", json::array()))
-    put(a.value("content", ""), a.value("id", int64_t{-1}),
-        a.value("special", false) ? kControl : kUserDefined);
+  if (byte_level_bpe) {
+    v.model = "gpt2";
+    v.pre = pre_tokenizer_name(t.value("pre_tokenizer", json()), json_file);
+    for (const auto& [token, id] : model["vocab"].items()) put(token, id.get<int64_t>(), kNormal);
+    for (const auto& m : model.value("merges", json::array()))
+      v.merges.push_back(m.is_string() ? m.get<std::string>()
+                                       : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
+  } else {
+    SpModel sp = read_sentencepiece(sp_file);
+    if (sp.model_type != 2)
+      throw Error(
+          sp_file.string() + ": a SentencePiece " + (sp.model_type == 1 ? "unigram" : "word or char") +
+              " model",
+          "llama.cpp's SentencePiece tokenizer reproduces BPE models; export a Hugging Face folder instead.");
+    v.model = "llama";
+    v.add_space_prefix = sp.add_dummy_prefix;
+    v.scores.assign(static_cast<size_t>(vocab_size), -1000.0f);
+    for (size_t i = 0; i < sp.pieces.size(); ++i) {
+      put(sp.pieces[i], static_cast<int64_t>(i), sp.types[i]);
+      v.scores[i] = sp.scores[i];
+    }
+  }
+  for (const auto& a : t.value("added_tokens", json::array())) {
+    const int64_t id = a.value("id", int64_t{-1});
+    if (id >= 0 && id < vocab_size && have[id] && v.tokens[id] == a.value("content", "")) {
+      if (a.value("special", false)) v.types[id] = kControl;
+      continue;  // a piece of the model marked special
+    }
+    put(a.value("content", ""), id, a.value("special", false) ? kControl : kUserDefined);
+  }
   for (int64_t i = 0; i < vocab_size; ++i)
     if (!have[i]) v.tokens[i] = "[PAD" + std::to_string(i) + "]";
-  for (const auto& m : model.value("merges", json::array()))
-    v.merges.push_back(m.is_string() ? m.get<std::string>()
-                                     : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
   return v;
 }
 
@@ -211,22 +359,35 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
     }
   }
 
-  w.set("tokenizer.ggml.model", std::string("gpt2"));
-  w.set("tokenizer.ggml.pre", vocab.pre);
+  w.set("tokenizer.ggml.model", vocab.model);
+  if (vocab.model == "gpt2") w.set("tokenizer.ggml.pre", vocab.pre);
   w.set("tokenizer.ggml.tokens", vocab.tokens);
+  if (vocab.model == "llama") w.set("tokenizer.ggml.scores", vocab.scores);
   w.set("tokenizer.ggml.token_type", vocab.types);
-  w.set("tokenizer.ggml.merges", vocab.merges);
+  if (vocab.model == "gpt2") w.set("tokenizer.ggml.merges", vocab.merges);
+  if (vocab.model == "llama") w.set("tokenizer.ggml.add_space_prefix", vocab.add_space_prefix);
   // BOS / EOS at the ends of an encoding, as the Hugging Face tokenizer adds them.
   const std::vector<TokenId> with = tok.encode("a", true), without = tok.encode("a", false);
-  const bool adds_bos = with.size() > without.size() && info.bos_id && with.front() == *info.bos_id;
-  const bool adds_eos = with.size() > without.size() && info.eos_id && with.back() == *info.eos_id;
-  if (info.bos_id) w.set("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*info.bos_id));
-  if (info.eos_id)
-    w.set("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(*info.eos_id));
-  else if (!c.eos_token_ids.empty())
-    w.set("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids.front()));
+  // The special token an encoding starts (ends) with that the plain encoding lacks: BOS (EOS) as the
+  // tokenizer adds it, whether or not a tokenizer_config.json names it.
+  const size_t extra = with.size() - without.size();
+  const bool adds_bos =
+      extra > 0 && tok.is_special(with.front()) && (!info.bos_id || with.front() == *info.bos_id);
+  const bool adds_eos = extra > (adds_bos ? 1u : 0u) && tok.is_special(with.back()) &&
+                        (!info.eos_id || with.back() == *info.eos_id);
+  auto id_of = [&](const std::optional<TokenId>& known, const char* piece) -> std::optional<int64_t> {
+    if (known) return *known;
+    if (auto id = tok.piece_to_id(piece)) return *id;
+    return std::nullopt;
+  };
+  std::optional<int64_t> bos = adds_bos ? std::optional<int64_t>(with.front()) : id_of(info.bos_id, "<s>");
+  std::optional<int64_t> eos = id_of(info.eos_id, "</s>");
+  if (!eos && !c.eos_token_ids.empty()) eos = c.eos_token_ids.front();
+  const std::optional<int64_t> unk = id_of(info.unk_id, "<unk>");
+  if (bos) w.set("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*bos));
+  if (eos) w.set("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(*eos));
   if (info.pad_id) w.set("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*info.pad_id));
-  if (info.unk_id) w.set("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*info.unk_id));
+  if (unk) w.set("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*unk));
   w.set("tokenizer.ggml.add_bos_token", adds_bos);
   w.set("tokenizer.ggml.add_eos_token", adds_eos);
   if (info.chat_template) w.set("tokenizer.chat_template", *info.chat_template);

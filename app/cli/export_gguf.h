@@ -15,10 +15,10 @@ namespace cli {
 
 // The architectures and tokenizers written: the Llama family as llama.cpp's "llama" (Llama, Mistral,
 // TinyLlama, SmolLM: q/k rows reordered for its interleaved RoPE), Qwen2 as "qwen2" and GPT-2 as "gpt2"
-// (Conv1D weights transposed); tokenizer.json with a
-// byte-level BPE model whose pre-tokenizer llama.cpp knows by name (Llama 3, Qwen2, SmolLM, GPT-2). Anything
-// else is a forja::Error saying what is not supported. Matrices go in `type`, norms and biases in F32.
-// Returns the bytes written.
+// (Conv1D weights transposed); a byte-level BPE tokenizer.json whose pre-tokenizer llama.cpp knows by name
+// (Llama 3, Qwen2, SmolLM, GPT-2) as its "gpt2" tokenizer, or a SentencePiece BPE tokenizer.model (Llama 2,
+// Mistral, TinyLlama) as its "llama" one. Anything else is a forja::Error saying what is not supported.
+// Matrices go in `type`, norms and biases in F32. Returns the bytes written.
 uint64_t write_gguf(const CausalLM& model, const std::filesystem::path& model_dir,
                     const std::filesystem::path& out_file, io::GgufType type, const std::string& name);
 

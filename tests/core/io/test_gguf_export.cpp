@@ -74,30 +74,44 @@ class TestGgufExport : public QObject {
 
  private Q_SLOTS:
   void fixtureModelsRunInLlamaCppAsInTransformers_data() {
-    QTest::addColumn<QString>("model");
-    QTest::addColumn<QString>("tokenizer");
+    QTest::addColumn<QString>("job");        // its name in expected.json
+    QTest::addColumn<QString>("model");      // tests/fixtures/models/<model>
+    QTest::addColumn<QString>("tokenizer");  // a file under tests/fixtures/gguf
     QTest::newRow("llama") << "llama"
-                           << "llama3_bpe_320";
+                           << "llama"
+                           << "llama3_bpe_320/tokenizer.json";
     QTest::newRow("llama3") << "llama3"
-                            << "llama3_bpe_320";
+                            << "llama3"
+                            << "llama3_bpe_320/tokenizer.json";
     QTest::newRow("mistral (sliding window 8)") << "mistral"
-                                                << "llama3_bpe_320";
+                                                << "mistral"
+                                                << "llama3_bpe_320/tokenizer.json";
     QTest::newRow("qwen2") << "qwen2"
-                           << "qwen2_bpe_320";
+                           << "qwen2"
+                           << "qwen2_bpe_320/tokenizer.json";
     QTest::newRow("smollm (tied)") << "smollm"
-                                   << "qwen2_bpe_320";
+                                   << "smollm"
+                                   << "qwen2_bpe_320/tokenizer.json";
+    QTest::newRow("gpt2") << "gpt2"
+                          << "gpt2"
+                          << "gpt2_bpe_320/tokenizer.json";
+    QTest::newRow("llama, SentencePiece") << "llama_sentencepiece"
+                                          << "llama"
+                                          << "sp_bpe_320/tokenizer.model";
   }
 
   void fixtureModelsRunInLlamaCppAsInTransformers() {
+    QFETCH(QString, job);
     QFETCH(QString, model);
     QFETCH(QString, tokenizer);
     const std::string name = model.toStdString();
+    const fs::path tok_file = kGgufFixtures / tokenizer.toStdString();
     QTemporaryDir tmp;
-    const fs::path dir = fs::path(tmp.path().toStdString()) / name;
+    const fs::path dir = fs::path(tmp.path().toStdString()) / job.toStdString();
     fs::create_directories(dir);
     for (const auto& e : fs::directory_iterator(forja_test::fixture_dir(name)))
       if (e.path().filename() != "expected.safetensors") fs::copy_file(e.path(), dir / e.path().filename());
-    fs::copy_file(kGgufFixtures / tokenizer.toStdString() / "tokenizer.json", dir / "tokenizer.json");
+    fs::copy_file(tok_file, dir / tok_file.filename());
     const fs::path file = dir.string() + ".gguf";
     const QByteArray out =
         cli({QStringLiteral("export"), QString::fromStdString(dir.string()), QStringLiteral("--format"),
@@ -106,7 +120,7 @@ class TestGgufExport : public QObject {
     QVERIFY(out.contains("GGUF"));
 
     // The very file llama.cpp ran.
-    const json rec = expected()["models"][name];
+    const json rec = expected()["models"][job.toStdString()];
     QCOMPARE(sha256(file), QString::fromStdString(rec["sha256"].get<std::string>()));
 
     // What llama.cpp reads from it.
@@ -124,10 +138,28 @@ class TestGgufExport : public QObject {
              static_cast<uint32_t>(c.sliding_window ? *c.sliding_window : c.max_position_embeddings));
     QCOMPARE(std::get<std::vector<std::string>>(g.metadata.at("tokenizer.ggml.tokens")).size(),
              static_cast<size_t>(c.vocab_size));
-    const char* pre = tokenizer.startsWith("llama3")  ? "llama-bpe"
-                      : tokenizer.startsWith("qwen2") ? "qwen2"
-                                                      : "gpt-2";
-    QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.pre")), std::string(pre));
+    if (tok_file.extension() == ".model") {
+      // SentencePiece: llama.cpp's "llama" tokenizer, with the pieces' scores, BOS added, and its token ids
+      // of texts those of Forja's tokenizer (llama.cpp's tokenize() leaves the BOS to the context).
+      QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.model")), std::string("llama"));
+      QCOMPARE(std::get<std::vector<float>>(g.metadata.at("tokenizer.ggml.scores")).size(),
+               static_cast<size_t>(c.vocab_size));
+      QCOMPARE(std::get<bool>(g.metadata.at("tokenizer.ggml.add_bos_token")), true);
+      QCOMPARE(rec["tokenized"].size(), size_t{2});
+      for (const auto& [text, want] : rec["tokenized"].items()) {
+        const json ours = json::parse(
+            cli({QStringLiteral("tokenize"), QString::fromStdString(dir.string()),
+                 QString::fromStdString(text), QStringLiteral("--no-special"), QStringLiteral("--json")})
+                .toStdString());
+        QCOMPARE(ids(ours["ids"]), ids(want));
+      }
+    } else {
+      const char* pre = tokenizer.startsWith("llama3")  ? "llama-bpe"
+                        : tokenizer.startsWith("qwen2") ? "qwen2"
+                                                        : "gpt-2";
+      QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.model")), std::string("gpt2"));
+      QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.pre")), std::string(pre));
+    }
     // Llama family: embedding, final norm, 9 per layer; the LM head unless tied; q/k/v biases; llama3's RoPE
     // factors. GPT-2: token and position embeddings, 12 per layer (6 weights, 6 biases), the final norm's
     // two, and the LM head (the token embedding again).
