@@ -139,6 +139,36 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QCOMPARE(chat.at(0).at(0).toString(), kModel);
   QCOMPARE(chat.at(0).at(1).toString(), adapter);
   QCOMPARE(window_->current_pane(), 4);
+
+  // Export (what the button's menu does after its file dialog): the merged model as a Hugging Face folder,
+  // written by forja-cli in the background while the window goes on.
+  window_->show_pane(3);
+  auto* runs_pane = window_->runs_pane();
+  auto* export_button = runs_pane->findChild<QPushButton*>(QStringLiteral("exportRunButton"));
+  QVERIFY(export_button->isEnabled());
+  QSignalSpy exported(runs_pane, &forja::ui::RunsPane::export_finished);
+  const QString folder = tmp_->filePath(QStringLiteral("merged"));
+  runs_pane->export_selected(QStringLiteral("hf"), folder);
+  QVERIFY(runs_pane->exporting());
+  QVERIFY(!export_button->isEnabled());
+  QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 1, 120000);
+  QCOMPARE(exported.at(0).at(0).toBool(), true);
+  QVERIFY(QFile::exists(folder + QStringLiteral("/model.safetensors")));
+  QVERIFY(QFile::exists(folder + QStringLiteral("/config.json")));
+  QVERIFY(export_button->isEnabled());
+  QVERIFY(runs_pane->findChild<QLabel*>(QStringLiteral("exportStatus"))->text().contains(folder));
+  // A GGUF file needs the model's tokenizer, which this fixture folder lacks: the exporter's own message
+  // shows.
+  runs_pane->export_selected(QStringLiteral("gguf"), tmp_->filePath(QStringLiteral("model.gguf")));
+  QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 2, 120000);
+  QCOMPARE(exported.at(1).at(0).toBool(), false);
+  auto* box = runs_pane->findChild<forja::ui::ErrorBox*>(QStringLiteral("runsError"));
+  QVERIFY(box->isVisible());
+  QVERIFY2(box->message().contains(QStringLiteral("no tokenizer.json or tokenizer.model")),
+           qPrintable(box->message()));
+  runs_pane->refresh();  // the pane's polling keeps the export's error in view
+  QVERIFY(box->isVisible());
+  QVERIFY(!QFile::exists(tmp_->filePath(QStringLiteral("model.gguf"))));
 }
 
 // Two data-parallel workers on the CPU (forja-cli train --nproc 2, Gloo): one run, its steps plotted, the

@@ -1,12 +1,17 @@
 // RunsPane: the list, the overlay plot and the details of the selected run.
 #include "panes/runs_pane.h"
 
+#include <QDir>
+#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QPushButton>
 #include <QShortcut>
 #include <QSplitter>
@@ -22,6 +27,7 @@
 #include "forja/error.h"
 #include "format.h"
 #include "theme.h"
+#include "train_worker.h"
 
 namespace forja::ui {
 namespace {
@@ -78,8 +84,29 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
       if (ids.size() == 1 && r.id == ids.front() && !r.adapter_path.empty())
         Q_EMIT chat_requested(QString::fromStdString(r.model_dir), QString::fromStdString(r.adapter_path));
   });
+  export_ = new QPushButton(tr("Export…"));
+  export_->setObjectName(QStringLiteral("exportRunButton"));
+  export_->setToolTip(
+      tr("Write the selected run's adapter merged into its base model: one GGUF file for llama.cpp, "
+         "LM Studio and Ollama, or a Hugging Face folder for transformers."));
+  auto* export_menu = new QMenu(export_);
+  export_menu->addAction(tr("GGUF file (llama.cpp, LM Studio, Ollama)…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export as GGUF"), QStringLiteral("model.gguf"), tr("GGUF models (*.gguf)"));
+    if (!path.isEmpty()) export_selected(QStringLiteral("gguf"), path);
+  });
+  export_menu->addAction(tr("Hugging Face folder…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export as a Hugging Face folder (a new folder)"), QStringLiteral("merged-model"));
+    if (!path.isEmpty()) export_selected(QStringLiteral("hf"), path);
+  });
+  export_->setMenu(export_menu);
+  export_status_ = new QLabel;
+  export_status_->setObjectName(QStringLiteral("exportStatus"));
   auto* top = new QHBoxLayout;
   top->addWidget(summary_, 1);
+  top->addWidget(export_status_);
+  top->addWidget(export_);
   top->addWidget(chat_);
   top->addWidget(refresh_button);
   top->addWidget(delete_);
@@ -142,6 +169,7 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
 
 void RunsPane::show_journal_error(const QString& message, const QString& hint) {
   error_->show_error(message, hint);
+  journal_error_ = true;
   summary_->setText(tr("The run history is not available."));
   list_->setEnabled(false);
   delete_->setEnabled(false);
@@ -159,7 +187,8 @@ void RunsPane::refresh() {
     show_journal_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
     return;
   }
-  error_->clear();
+  if (journal_error_) error_->clear();  // an export's error stays until the next export
+  journal_error_ = false;
   list_->setEnabled(true);
   // Polling rebuilds nothing when nothing changed, so the user's selection, scroll and plot zoom stay put.
   QByteArray signature;
@@ -308,6 +337,64 @@ void RunsPane::update_buttons() {
   for (const auto& r : runs_)
     if (ids.size() == 1 && r.id == ids.front()) one_with_adapter = !r.adapter_path.empty();
   chat_->setEnabled(one_with_adapter);
+  export_->setEnabled(one_with_adapter && !exporting());
+}
+
+void RunsPane::export_selected(const QString& format, const QString& destination) {
+  const std::vector<int64_t> ids = selected_run_ids();
+  const forja::RunRecord* run = nullptr;
+  for (const auto& r : runs_)
+    if (ids.size() == 1 && r.id == ids.front() && !r.adapter_path.empty()) run = &r;
+  if (run == nullptr || exporting()) return;
+  error_->clear();
+  QStringList args = {QStringLiteral("export"),
+                      QString::fromStdString(run->model_dir),
+                      QStringLiteral("--adapter"),
+                      QString::fromStdString(run->adapter_path),
+                      QStringLiteral("--merge"),
+                      QStringLiteral("--format"),
+                      format,
+                      QStringLiteral("--out"),
+                      destination};
+  // A QLoRA run's adapter belongs to the 4-bit base it was trained on.
+  const QJsonObject config = QJsonDocument::fromJson(QByteArray::fromStdString(run->config_json)).object();
+  if (config.value(QStringLiteral("base_quant")).toString() == QLatin1String("nf4"))
+    args << QStringLiteral("--base-quant") << QStringLiteral("nf4") << QStringLiteral("--nf4-double-quant")
+         << (config.value(QStringLiteral("nf4_double_quant")).toBool(true) ? QStringLiteral("on")
+                                                                           : QStringLiteral("off"));
+  export_process_ = new QProcess(this);
+  export_process_->setProgram(TrainWorker::cli_path());
+  export_process_->setArguments(args);
+  export_status_->setText(tr("Exporting “%1”…").arg(QString::fromStdString(run->name)));
+  auto done = [this, destination](bool ok, const QString& problem) {
+    const QByteArray err = export_process_->readAllStandardError();
+    export_process_->deleteLater();
+    export_process_ = nullptr;
+    if (ok) {
+      export_status_->setText(tr("Exported to %1").arg(QDir::toNativeSeparators(destination)));
+    } else {
+      // forja-cli says "error: …" and "hint: …" on its standard error.
+      QString message = problem, hint;
+      for (const QString& line : QString::fromUtf8(err).split(QLatin1Char('\n'))) {
+        if (line.startsWith(QLatin1String("error: "))) message = line.mid(7);
+        if (line.startsWith(QLatin1String("hint: "))) hint = line.mid(6);
+      }
+      export_status_->clear();
+      error_->show_error(tr("The export did not finish: %1").arg(message), hint);
+    }
+    update_buttons();
+    Q_EMIT export_finished(ok, destination);
+  };
+  connect(export_process_, &QProcess::finished, this, [done](int code, QProcess::ExitStatus status) {
+    done(status == QProcess::NormalExit && code == 0, tr("the exporter stopped (exit code %1)").arg(code));
+  });
+  connect(export_process_, &QProcess::errorOccurred, this, [this, done](QProcess::ProcessError e) {
+    if (e == QProcess::FailedToStart)
+      done(false,
+           tr("%1 could not be started: %2").arg(TrainWorker::cli_path(), export_process_->errorString()));
+  });
+  export_process_->start();
+  update_buttons();
 }
 
 void RunsPane::delete_selected() {

@@ -1,6 +1,7 @@
 // RunsPane: the history of training runs from the journal — config, status, final losses, duration, adapter —
-// with the loss curves of the selected runs overlaid in one plot, and deleting a run. It polls the journal,
-// so runs written by a worker process appear without a restart.
+// with the loss curves of the selected runs overlaid in one plot, deleting a run, and exporting a run's
+// adapter merged into its base model (a Hugging Face folder, or one GGUF file for llama.cpp, LM Studio and
+// Ollama). It polls the journal, so runs written by a worker process appear without a restart.
 #pragma once
 
 #include <QByteArray>
@@ -15,6 +16,7 @@
 class QCustomPlot;
 class QLabel;
 class QPlainTextEdit;
+class QProcess;
 class QPushButton;
 class QTimer;
 class QTreeWidget;
@@ -51,6 +53,11 @@ class RunsPane : public Pane {
   void select_runs(const std::vector<int64_t>& ids);
   // Asks for confirmation, then deletes the selected runs that are not running.
   void delete_selected();
+  // The selected run's adapter merged into its base model, written by `forja-cli export` in the background:
+  // format "hf" (a Hugging Face folder) or "gguf" (one .gguf file) at `destination`. export_finished says how
+  // it went; a failure shows in the error box with the exporter's own words.
+  void export_selected(const QString& format, const QString& destination);
+  bool exporting() const { return export_process_ != nullptr; }
   // How often the pane looks for new runs and metrics while it is visible.
   static constexpr int kPollIntervalMs = 2000;
 
@@ -58,6 +65,7 @@ class RunsPane : public Pane {
   void runs_deleted(int count);
   // "Chat with Adapter": the selected run's base model and the adapter it produced.
   void chat_requested(const QString& model_dir, const QString& adapter_dir);
+  void export_finished(bool ok, const QString& destination);
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -79,6 +87,10 @@ class RunsPane : public Pane {
   QPlainTextEdit* details_;
   QPushButton* delete_;
   QPushButton* chat_;
+  QPushButton* export_;
+  QLabel* export_status_;
+  QProcess* export_process_ = nullptr;
+  bool journal_error_ = false;  // the error box shows the journal's error (cleared once it reads again)
   QTimer* poll_;
 };
 
