@@ -333,9 +333,8 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   if (c.sliding_window && *c.sliding_window < context) {
     context = *c.sliding_window;
     std::printf(
-        "note: llama.cpp has no sliding-window attention for this architecture; the GGUF's context length is "
-        "the "
-        "window, %lld tokens, within which it computes what the model does\n",
+        "note: llama.cpp has no sliding-window attention for this architecture; the GGUF's context "
+        "length is the window, %lld tokens, within which it computes what the model does\n",
         static_cast<long long>(context));
   }
   w.set(arch + ".context_length", static_cast<uint32_t>(context));
