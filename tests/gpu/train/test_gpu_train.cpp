@@ -12,6 +12,7 @@
 #include "gpu_harness.h"
 #include "lora_peft.h"
 #include "reference.h"
+#include "train_data.h"
 #include "trainer.h"
 
 using nlohmann::json;
@@ -25,16 +26,6 @@ std::filesystem::path train_dir() {
 at::Tensor trace(const std::string& name) {
   auto f = forja::io::SafetensorsFile::open(train_dir() / "trace.safetensors");
   return forja::tensor_from_checkpoint(f, f.at(name)).clone();
-}
-
-forja::Batch make_batch(const at::Tensor& ids, const at::Tensor& labels) {
-  forja::Batch b;
-  b.rows = ids.size(0);
-  b.seq_len = ids.size(1);
-  at::Tensor i32 = ids.to(at::kInt).contiguous(), l32 = labels.to(at::kInt).contiguous();
-  b.input_ids.assign(i32.data_ptr<int32_t>(), i32.data_ptr<int32_t>() + i32.numel());
-  b.labels.assign(l32.data_ptr<int32_t>(), l32.data_ptr<int32_t>() + l32.numel());
-  return b;
 }
 
 // Max relative per-step loss error against PEFT's fp32 CPU run over the fixture's 20 steps.
@@ -57,7 +48,8 @@ double run(at::ScalarType dtype, bool recompute) {
   double worst = 0;
   for (int64_t s = 0; s < steps; ++s) {
     std::vector<forja::Batch> micro;
-    for (int64_t m = s * accum; m < (s + 1) * accum; ++m) micro.push_back(make_batch(ids[m], labels[m]));
+    for (int64_t m = s * accum; m < (s + 1) * accum; ++m)
+      micro.push_back(forja_test::make_batch(ids[m], labels[m]));
     const double loss = t.step(micro).loss;
     worst = std::max(worst, std::abs(loss - want[s].item<double>()) / want[s].item<double>());
   }
