@@ -249,7 +249,11 @@ GgufFile read_gguf(const std::filesystem::path& path) {
   for (auto& t : f.tensors) {
     if (t.offset % alignment != 0) in.fail("tensor " + t.name + " is not aligned");
     t.offset += data_start;
-    uint64_t bytes = t.type == 0 ? 4 : (t.type == 1 || t.type == 30) ? 2 : 0;
+    // The types Forja writes have a known size; any other (a quantized type) is not bounds-checked here.
+    const bool known = t.type == static_cast<uint32_t>(GgufType::F32) ||
+                       t.type == static_cast<uint32_t>(GgufType::F16) ||
+                       t.type == static_cast<uint32_t>(GgufType::BF16);
+    uint64_t bytes = known ? gguf_type_size(static_cast<GgufType>(t.type)) : 0;
     for (int64_t d : t.shape) bytes *= static_cast<uint64_t>(d);
     if (t.offset > data.size() || bytes > data.size() - t.offset)
       in.fail("tensor " + t.name + " lies outside the file");
