@@ -116,6 +116,8 @@ void TrainWorker::poll() {
       const QString event = o.value(QStringLiteral("event")).toString();
       if (event == QLatin1String("step")) {
         Q_EMIT step(o);
+      } else if (event == QLatin1String("checkpoint")) {
+        Q_EMIT checkpoint(o);
       } else if (event == QLatin1String("message")) {
         Q_EMIT message(o.value(QStringLiteral("text")).toString());
       } else if (event == QLatin1String("done")) {

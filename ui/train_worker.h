@@ -46,6 +46,7 @@ class TrainWorker : public QObject {
  Q_SIGNALS:
   void step(const QJsonObject& progress);    // {"event":"step", step, total_steps, loss, lr, grad_norm, ...}
   void message(const QString& text);         // the engine's messages and the worker's stderr lines
+  void checkpoint(const QJsonObject& saved);  // {"event":"checkpoint", step, path}: written after its step
   void finished(const QJsonObject& result);  // {"event":"done", outcome, steps, adapter, checkpoint}
   // The process is gone without a "done" line: killed, crashed, out of memory. `log` is worker.log's tail.
   void died(const QString& log);

@@ -7,8 +7,11 @@
 // dequantized weights, in --dtype (bf16 by default). With --format gguf, --out is a .gguf file for llama.cpp,
 // LM Studio and Ollama, its matrices in --dtype (fp16 by default; export_gguf.h says which models).
 #include <ATen/core/grad_mode.h>
+#include <signal.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -34,6 +37,35 @@ const char* const kCopied[] = {"config.json",
                                "added_tokens.json",
                                "chat_template.jinja"};
 constexpr int64_t kShardBytes = int64_t{4} << 30;
+
+// <out>.partial-<pid>, beside --out; the staging folders of exports that died are removed first.
+fs::path stage_folder(const fs::path& target) {
+  const fs::path parent = target.parent_path();
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) throw forja::Error(parent.string() + ": cannot create the folder: " + ec.message());
+  const std::string prefix = target.filename().string() + ".partial-";
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) != 0) continue;
+    const long pid = std::strtol(n.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+  }
+  const fs::path staging = parent / (prefix + std::to_string(::getpid()));
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging, ec);
+  if (ec) throw forja::Error(staging.string() + ": cannot create the folder: " + ec.message());
+  return staging;
+}
+
+void publish_folder(const fs::path& staging, const fs::path& target) {
+  forja::fsync_directory(staging);
+  std::error_code ec;
+  fs::remove(target, ec);  // an empty folder the user made for it (checked above); nothing else
+  fs::rename(staging, target, ec);
+  if (ec) throw forja::Error(target.string() + ": cannot move the export into place: " + ec.message());
+  forja::fsync_directory(target.parent_path());
+}
 
 int run_export(forja::cli::Args& args) {
   args.reject_unknown({"adapter", "out", "dtype", "base-quant", "nf4-double-quant", "format"});
@@ -105,7 +137,10 @@ int run_export(forja::cli::Args& args) {
                        "Build with the tokenizer (PCRE2 and sentencepiece's development files).");
 #endif
   }
-  fs::create_directories(*out);
+  // Everything goes to a staging folder beside --out that is renamed into place when whole: a crash or a full
+  // disk mid-export never leaves a folder that looks like a model and is not one.
+  const fs::path target = fs::absolute(*out).lexically_normal();
+  const fs::path staging = stage_folder(target);
   std::vector<std::vector<std::pair<std::string, at::Tensor>>> shards(1);
   int64_t in_shard = 0, total = 0;
   for (const auto& item : model->named_parameters(/*recurse=*/true)) {
@@ -121,16 +156,16 @@ int run_export(forja::cli::Args& args) {
       std::snprintf(name, sizeof name, "model.safetensors");
     else
       std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
-    forja::write_file_atomic(fs::path(*out) / name, forja::serialize_tensors(shards[i], {{"format", "pt"}}));
+    forja::write_file_atomic(staging / name, forja::serialize_tensors(shards[i], {{"format", "pt"}}));
     for (const auto& [key, t] : shards[i]) weight_map[key] = name;
   }
   if (shards.size() > 1) {
     nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-    forja::write_file_atomic(fs::path(*out) / "model.safetensors.index.json", index.dump(2) + "\n");
+    forja::write_file_atomic(staging / "model.safetensors.index.json", index.dump(2) + "\n");
   }
   for (const char* f : kCopied)
-    if (fs::exists(base / f))
-      fs::copy_file(base / f, fs::path(*out) / f, fs::copy_options::overwrite_existing);
+    if (fs::exists(base / f)) forja::write_file_atomic(staging / f, forja::read_text_file(base / f));
+  publish_folder(staging, target);
   std::printf("merged %zu adapted projections into %s (%zu file%s, %.1f MiB)\n", merged, out->c_str(),
               shards.size(), shards.size() == 1 ? "" : "s", double(total) / (1 << 20));
   return 0;

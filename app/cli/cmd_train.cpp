@@ -78,8 +78,9 @@ void emit(const nlohmann::ordered_json& j) {
   std::fflush(stdout);
 }
 
-// The run's row in the journal. A journal that cannot be opened or written costs the history, never the run:
-// the problem is said once and training goes on.
+// The run's row in the journal. A journal that cannot be written costs the history, never the run: what
+// could not be written is kept in memory and written with the next step that succeeds (the disk was full for
+// a while), and the problem is said once.
 class RunJournal {
  public:
   using Say = std::function<void(const std::string&)>;
@@ -89,59 +90,77 @@ class RunJournal {
     try {
       journal_ = std::make_unique<forja::Journal>(journal_path.empty() ? forja::default_journal_path()
                                                                        : fs::path(journal_path));
-      const fs::path marker = fs::path(config.output_dir) / "journal.json";
-      const std::string here = fs::absolute(journal_->path()).string();
-      if (fs::exists(marker)) {
-        const auto j = nlohmann::json::parse(forja::read_text_file(marker), nullptr, false);
-        if (j.is_object() && j.value("journal", "") == here && journal_->run(j.value("run_id", int64_t{0}))) {
-          run_id_ = j.at("run_id").get<int64_t>();
-          journal_->resume_run(run_id_, getpid());
-        }
-      }
-      if (run_id_ == 0) {
-        forja::NewRun r;
-        r.name = fs::path(config.output_dir).filename().string();
-        r.model_dir = config.model_dir;
-        r.dataset_path = config.train_file;
-        r.config_json = forja::train_config_to_json(config);
-        r.total_steps = config.max_steps;
-        r.worker_pid = getpid();
-        run_id_ = journal_->create_run(r);
-        fs::create_directories(config.output_dir);
-        forja::write_file_atomic(marker,
-                                 nlohmann::json({{"journal", here}, {"run_id", run_id_}}).dump() + "\n");
-      }
     } catch (const forja::Error& e) {
-      lost(e);
+      say_("the run journal is not kept for this run: " + e.message());
+      journal_.reset();
+      return;
+    }
+    const fs::path marker = fs::path(config.output_dir) / "journal.json";
+    const std::string here = fs::absolute(journal_->path()).string();
+    if (fs::exists(marker)) {
+      // A marker that is not ours is never overwritten: it may be the only link to a run's history.
+      const auto j = nlohmann::json::parse(forja::read_text_file(marker), nullptr, false);
+      if (!j.is_object() || !j.contains("journal") || !j["journal"].is_string() || !j.contains("run_id") ||
+          !j["run_id"].is_number_integer())
+        forja::throw_file_error(marker.string(),
+                                "is not a run marker (a JSON object with \"journal\" and \"run_id\")",
+                                "Restore it, or move it away to record this run as a new one.");
+      if (j["journal"].get<std::string>() == here && journal_->run(j["run_id"].get<int64_t>()))
+        run_id_ = j["run_id"].get<int64_t>();
+    }
+    try {
+      if (run_id_ != 0) journal_->resume_run(run_id_, getpid());
+      else
+        create(config, marker, here);
+    } catch (const forja::Error& e) {
+      say_("the run journal is not kept for this run: " + e.message());
+      journal_.reset();
+      run_id_ = 0;
+    }
+  }
+  void create(const forja::TrainConfig& config, const std::filesystem::path& marker, const std::string& here) {
+    {
+      forja::NewRun r;
+      r.name = std::filesystem::path(config.output_dir).filename().string();
+      r.model_dir = config.model_dir;
+      r.dataset_path = config.train_file;
+      r.config_json = forja::train_config_to_json(config);
+      r.total_steps = config.max_steps;
+      r.worker_pid = getpid();
+      run_id_ = journal_->create_run(r);
+      forja::write_file_atomic(marker, nlohmann::json({{"journal", here}, {"run_id", run_id_}}).dump() + "\n");
     }
   }
   int64_t id() const {
     return run_id_;
   }
+  // The run starts at `step`: later rows are of steps it does again.
+  void start(int64_t step, const std::vector<forja::train::SavedCheckpoint>& on_disk) {
+    pending_start_ = {step, records(on_disk, std::nullopt, 0)};
+    flush();
+  }
   void step(const forja::TrainProgress& p) {
-    guarded([&] {
-      forja::MetricPoint m;
-      m.step = p.step;
-      m.loss = p.loss;
-      m.eval_loss = p.eval_loss;
-      m.lr = p.learning_rate;
-      m.grad_norm = p.grad_norm;
-      m.tokens_per_s = p.tokens_per_second;
-      if (p.gpu_allocated_gib > 0) m.gpu_memory_bytes = static_cast<int64_t>(p.gpu_allocated_gib * (1 << 30));
-      journal_->append_metrics(run_id_, {m});
-      if (!p.checkpoint.empty()) {
-        journal_->add_checkpoint(run_id_, p.step, p.checkpoint, p.loss);
-        last_checkpoint_ = p.checkpoint;
-      }
-      last_loss_ = p.loss;
-      if (p.eval_loss) last_eval_ = p.eval_loss;
-    });
+    forja::MetricPoint m;
+    m.step = p.step;
+    m.loss = p.loss;
+    m.eval_loss = p.eval_loss;
+    m.lr = p.learning_rate;
+    m.grad_norm = p.grad_norm;
+    m.tokens_per_s = p.tokens_per_second;
+    m.time_ms = forja::journal_now_ms();
+    if (p.gpu_allocated_gib > 0) m.gpu_memory_bytes = static_cast<int64_t>(p.gpu_allocated_gib * (1 << 30));
+    pending_metrics_.push_back(m);
+    last_loss_ = p.loss;
+    if (p.eval_loss) last_eval_ = p.eval_loss;
+    flush();
+  }
+  void checkpoint(const forja::train::SavedCheckpoint& saved, double loss,
+                  const std::vector<forja::train::SavedCheckpoint>& on_disk) {
+    pending_checkpoints_ = records(on_disk, loss, saved.step);
+    flush();
   }
   void done(const forja::TrainResult& r) {
-    guarded([&] {
-      // The checkpoint written when the run stopped (not reported with a step).
-      if (!r.last_checkpoint.empty() && r.last_checkpoint != last_checkpoint_)
-        journal_->add_checkpoint(run_id_, r.steps_done, r.last_checkpoint, last_loss_);
+    final_ = [this, r] {
       switch (r.outcome) {
         case forja::TrainOutcome::Finished:
         case forja::TrainOutcome::EarlyStopped:
@@ -152,36 +171,82 @@ class RunJournal {
           journal_->finish_run(run_id_, forja::RunStatus::Stopped, last_loss_, last_eval_, "");
           break;
       }
-    });
+    };
+    finish();
   }
   void failed(const forja::Error& e) {
-    guarded([&] { journal_->fail_run(run_id_, e.message(), e.hint()); });
+    final_ = [this, e] { journal_->fail_run(run_id_, e.message(), e.hint()); };
+    finish();
   }
 
  private:
-  template <class F>
-  void guarded(F&& f) {
-    if (!journal_ || run_id_ == 0) return;
+  static std::vector<forja::CheckpointRecord> records(const std::vector<forja::train::SavedCheckpoint>& on_disk,
+                                                      std::optional<double> loss, int64_t loss_step) {
+    std::vector<forja::CheckpointRecord> out;
+    for (const auto& c : on_disk) {
+      forja::CheckpointRecord r;
+      r.step = c.step;
+      r.path = c.path;
+      if (c.step == loss_step) r.loss = loss;
+      out.push_back(r);
+    }
+    return out;
+  }
+  // Writes what is pending, oldest first; what fails stays pending for the next call.
+  bool flush() {
+    if (!journal_ || run_id_ == 0) return false;
     try {
-      f();
+      if (pending_start_) {
+        journal_->rewind_run(run_id_, pending_start_->first, pending_start_->second);
+        pending_start_.reset();
+      }
+      if (!pending_metrics_.empty()) {
+        journal_->append_metrics(run_id_, pending_metrics_);
+        pending_metrics_.clear();
+      }
+      if (pending_checkpoints_) {
+        journal_->set_checkpoints(run_id_, *pending_checkpoints_);
+        pending_checkpoints_.reset();
+      }
+      if (failing_) say_("the run journal is written again; nothing was lost");
+      failing_ = false;
+      return true;
     } catch (const forja::Error& e) {
-      lost(e);
+      if (!failing_)
+        say_("the run journal cannot be written (" + e.message() +
+             "); the records are kept in memory and written when it can be");
+      failing_ = true;
+      return false;
     }
   }
-  void lost(const forja::Error& e) {
-    say_("the run journal is not kept for this run: " + e.message());
-    journal_.reset();
+  void finish() {
+    if (!flush()) {
+      if (journal_ && run_id_ != 0)
+        say_("the run journal lost this run's last records: it could not be written when the run ended");
+      return;
+    }
+    try {
+      final_();
+    } catch (const forja::Error& e) {
+      say_("the run journal could not record how this run ended: " + e.message());
+    }
   }
   std::unique_ptr<forja::Journal> journal_;
   int64_t run_id_ = 0;
   std::optional<double> last_loss_, last_eval_;
-  std::string last_checkpoint_;
+  std::optional<std::pair<int64_t, std::vector<forja::CheckpointRecord>>> pending_start_;
+  std::vector<forja::MetricPoint> pending_metrics_;
+  std::optional<std::vector<forja::CheckpointRecord>> pending_checkpoints_;
+  std::function<void()> final_;
+  bool failing_ = false;
 #else
   RunJournal(const std::string&, const forja::TrainConfig&, const Say& say) : say_(say) {}
   int64_t id() const {
     return 0;
   }
+  void start(int64_t, const std::vector<forja::train::SavedCheckpoint>&) {}
   void step(const forja::TrainProgress&) {}
+  void checkpoint(const forja::train::SavedCheckpoint&, double, const std::vector<forja::train::SavedCheckpoint>&) {}
   void done(const forja::TrainResult&) {}
   void failed(const forja::Error&) {}
 #endif
@@ -285,9 +350,30 @@ int run_train(forja::cli::Args& args) {
     else
       std::fprintf(stderr, "%s\n", m.c_str());
   };
+  // Before the journal's marker is read or written: a second run on this folder stops here.
+  const auto lock = forja::train::lock_output_dir(config.output_dir);
   std::unique_ptr<RunJournal> journal;
   if (!no_journal)
     journal = std::make_unique<RunJournal>(args.option_or("journal", ""), config, hooks.on_message);
+  hooks.on_start = [&](int64_t step, const std::vector<forja::train::SavedCheckpoint>& on_disk) {
+    if (journal) journal->start(step, on_disk);
+  };
+  hooks.on_save_failed = [&](const forja::Error& e) {
+    hooks.on_message("cannot save the run: " + e.message() +
+                     ". Its state is kept in memory: free some space and the save is retried every 10 s; "
+                     "stop the run (Ctrl-C) to give up on the steps since the last checkpoint.");
+    for (int i = 0; i < 100 && !g_stop.load(); ++i) usleep(100000);
+    return !g_stop.load();
+  };
+  hooks.on_checkpoint = [&](const forja::train::SavedCheckpoint& saved, double loss,
+                            const std::vector<forja::train::SavedCheckpoint>& on_disk) {
+    if (journal) journal->checkpoint(saved, loss, on_disk);
+    if (json_progress)
+      emit({{"event", "checkpoint"}, {"step", saved.step}, {"path", saved.path}});
+    else
+      std::printf("%scheckpoint at step %lld: %s\n", tty ? "\n" : "", static_cast<long long>(saved.step),
+                  saved.path.c_str());
+  };
   if (json_progress && journal && journal->id() > 0)
     emit({{"event", "run"}, {"journal_run_id", journal->id()}});
   hooks.on_progress = [&](const forja::TrainProgress& p) {
@@ -306,18 +392,17 @@ int run_train(forja::cli::Args& args) {
                                   {"elapsed_s", p.elapsed_seconds},
                                   {"eta_s", p.eta_seconds}};
       if (p.eval_loss) j["eval_loss"] = *p.eval_loss;
-      if (!p.checkpoint.empty()) j["checkpoint"] = p.checkpoint;
       emit(j);
     } else {
       // On a terminal: one progress bar redrawn in place, with a line kept for each eval and checkpoint.
       // Elsewhere (a log file): a line per step.
       const std::string lead = tty ? "\r" + progress_bar(p.step, p.total_steps, 24) + " " : std::string();
-      std::printf("%sstep %lld/%lld  loss %.4f%s  lr %.3g  |g| %.3g  %.0f tok/s  %.1f GiB  ETA %s%s%s",
+      std::printf("%sstep %lld/%lld  loss %.4f%s  lr %.3g  |g| %.3g  %.0f tok/s  %.1f GiB  ETA %s%s",
                   lead.c_str(), static_cast<long long>(p.step), static_cast<long long>(p.total_steps), p.loss,
                   p.eval_loss ? ("  eval " + std::to_string(*p.eval_loss)).c_str() : "", p.learning_rate,
                   p.grad_norm, p.tokens_per_second, p.gpu_reserved_gib, duration(p.eta_seconds).c_str(),
-                  p.checkpoint.empty() ? "" : "  [checkpoint]", tty ? "\033[K" : "\n");
-      if (tty && (p.eval_loss || !p.checkpoint.empty() || p.step == p.total_steps)) std::printf("\n");
+                  tty ? "\033[K" : "\n");
+      if (tty && (p.eval_loss || p.step == p.total_steps)) std::printf("\n");
       std::fflush(stdout);
     }
     return g_stop.load() ? forja::TrainControl::Pause : forja::TrainControl::Continue;

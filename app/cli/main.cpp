@@ -1,5 +1,6 @@
 // forja-cli: everything the window does, headless. Commands register themselves (command.h); this file only
 // dispatches and turns errors into readable messages and exit codes.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -22,6 +23,9 @@ void print_help() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) must make a write fail with EFBIG, which is reported with the file's name,
+  // instead of killing the process without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
     print_help();

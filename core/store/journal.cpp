@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "forja/error.h"
+#include "forja/fault.h"
 
 namespace forja {
 namespace {
@@ -167,15 +168,19 @@ void exec(sqlite3* db, const std::filesystem::path& path, const char* sql, const
 
 // A write transaction. IMMEDIATE takes the write lock up front, so two writers queue on the busy timeout
 // instead of one failing with SQLITE_BUSY when it upgrades a read lock.
+// `op` names the transaction for the crash tests' fault point "journal.commit:<op>", which dies with the
+// transaction's rows written but not committed.
 class WriteTransaction {
  public:
-  WriteTransaction(sqlite3* db, const std::filesystem::path& path) : db_(db), path_(path) {
+  WriteTransaction(sqlite3* db, const std::filesystem::path& path, const char* op)
+      : db_(db), path_(path), op_(op) {
     exec(db_, path_, "BEGIN IMMEDIATE", "cannot start writing to the journal");
   }
   ~WriteTransaction() {
     if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
   void commit() {
+    if (fault_points_armed()) fault_point(std::string("journal.commit:") + op_);
     exec(db_, path_, "COMMIT", "cannot commit to the journal");
     done_ = true;
   }
@@ -183,6 +188,7 @@ class WriteTransaction {
  private:
   sqlite3* db_;
   const std::filesystem::path& path_;
+  const char* op_;
   bool done_ = false;
 };
 
@@ -319,7 +325,7 @@ void Journal::close() noexcept {
 void Journal::migrate() {
   // The common case, an up-to-date journal, takes no write lock: a window opening while the worker writes.
   if (user_version(db_, path_) == kSchemaVersion) return;
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "migrate");
   // Re-read under the lock: another process may have migrated between the check and BEGIN IMMEDIATE.
   const int version = user_version(db_, path_);
   if (version > kSchemaVersion)
@@ -352,7 +358,7 @@ std::string Journal::integrity_check() {
 }
 
 int64_t Journal::create_run(const NewRun& run) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "create_run");
   Stmt s(db_, path_,
          "INSERT INTO runs(name, model_dir, dataset_path, config_json, status, total_steps, worker_pid, "
          "started_at) "
@@ -367,14 +373,14 @@ int64_t Journal::create_run(const NewRun& run) {
 }
 
 void Journal::set_run_status(int64_t run_id, RunStatus status) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "set_run_status");
   Stmt s(db_, path_, "UPDATE runs SET status = ? WHERE id = ?");
   s.bind(1, std::string(to_string(status))).bind(2, run_id).run();
   tx.commit();
 }
 
 void Journal::resume_run(int64_t run_id, int64_t worker_pid) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "resume_run");
   Stmt s(db_, path_,
          "UPDATE runs SET status = ?, worker_pid = ?, ended_at = NULL, error_message = '', error_hint = '' "
          "WHERE id = ?");
@@ -384,7 +390,7 @@ void Journal::resume_run(int64_t run_id, int64_t worker_pid) {
 
 void Journal::finish_run(int64_t run_id, RunStatus status, std::optional<double> final_loss,
                          std::optional<double> final_eval_loss, const std::string& adapter_path) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "finish_run");
   Stmt s(db_, path_,
          "UPDATE runs SET status = ?, ended_at = ?, final_loss = ?, final_eval_loss = ?, adapter_path = ? "
          "WHERE id = ?");
@@ -394,7 +400,7 @@ void Journal::finish_run(int64_t run_id, RunStatus status, std::optional<double>
 }
 
 void Journal::fail_run(int64_t run_id, const std::string& message, const std::string& hint) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "fail_run");
   Stmt s(db_, path_,
          "UPDATE runs SET status = ?, ended_at = ?, error_message = ?, error_hint = ? WHERE id = ?");
   s.bind(1, std::string(to_string(RunStatus::Failed))).bind(2, journal_now_ms()).bind(3, message);
@@ -418,7 +424,7 @@ std::vector<RunRecord> Journal::runs() {
 }
 
 bool Journal::delete_by_id(const char* sql, int64_t id) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "delete_by_id");
   Stmt s(db_, path_, sql);
   s.bind(1, id).run();
   const bool deleted = sqlite3_changes(db_) > 0;
@@ -431,7 +437,7 @@ bool Journal::delete_run(int64_t run_id) {
 }
 
 int Journal::mark_interrupted(const std::function<bool(int64_t pid)>& is_alive) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "mark_interrupted");
   std::vector<int64_t> gone;
   {
     Stmt s(db_, path_, "SELECT id, worker_pid FROM runs WHERE status = ?");
@@ -450,7 +456,7 @@ int Journal::mark_interrupted(const std::function<bool(int64_t pid)>& is_alive) 
 
 void Journal::append_metrics(int64_t run_id, const std::vector<MetricPoint>& points) {
   if (points.empty()) return;
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "append_metrics");
   Stmt s(db_, path_,
          "INSERT INTO metrics(run_id, step, time_ms, loss, eval_loss, lr, grad_norm, tokens_per_s, "
          "gpu_memory_bytes) "
@@ -496,12 +502,66 @@ std::vector<MetricPoint> Journal::metrics(int64_t run_id, int64_t after_step) {
 
 int64_t Journal::add_checkpoint(int64_t run_id, int64_t step, const std::string& path,
                                 std::optional<double> loss) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "add_checkpoint");
+  Stmt d(db_, path_, "DELETE FROM checkpoints WHERE run_id = ? AND step = ?");
+  d.bind(1, run_id).bind(2, step).run();
   Stmt s(db_, path_, "INSERT INTO checkpoints(run_id, step, path, loss, created_at) VALUES(?, ?, ?, ?, ?)");
   s.bind(1, run_id).bind(2, step).bind(3, path).bind(4, loss).bind(5, journal_now_ms()).run();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
   return id;
+}
+
+void Journal::sync_checkpoints(int64_t run_id, const std::vector<CheckpointRecord>& on_disk) {
+  std::vector<std::pair<int64_t, const CheckpointRecord*>> keep;  // row id (0: new) and what it becomes
+  std::vector<int64_t> gone;
+  {
+    Stmt s(db_, path_, "SELECT id, step, path FROM checkpoints WHERE run_id = ? ORDER BY id DESC");
+    s.bind(1, run_id);
+    std::vector<bool> matched(on_disk.size(), false);
+    while (s.step()) {
+      bool found = false;
+      for (size_t i = 0; i < on_disk.size() && !found; ++i)
+        if (!matched[i] && on_disk[i].step == s.i64(1) && on_disk[i].path == s.text(2)) {
+          matched[i] = found = true;
+          keep.emplace_back(s.i64(0), &on_disk[i]);
+        }
+      if (!found) gone.push_back(s.i64(0));
+    }
+    for (size_t i = 0; i < on_disk.size(); ++i)
+      if (!matched[i]) keep.emplace_back(0, &on_disk[i]);
+  }
+  Stmt del(db_, path_, "DELETE FROM checkpoints WHERE id = ?");
+  for (int64_t id : gone) {
+    del.bind(1, id).run();
+    del.reset();
+  }
+  Stmt upd(db_, path_, "UPDATE checkpoints SET loss = ? WHERE id = ?");
+  Stmt ins(db_, path_, "INSERT INTO checkpoints(run_id, step, path, loss, created_at) VALUES(?, ?, ?, ?, ?)");
+  for (const auto& [id, c] : keep) {
+    if (id == 0) {
+      ins.bind(1, run_id).bind(2, c->step).bind(3, c->path).bind(4, c->loss);
+      ins.bind(5, c->created_at_ms ? c->created_at_ms : journal_now_ms()).run();
+      ins.reset();
+    } else if (c->loss) {
+      upd.bind(1, c->loss).bind(2, id).run();
+      upd.reset();
+    }
+  }
+}
+
+void Journal::set_checkpoints(int64_t run_id, const std::vector<CheckpointRecord>& on_disk) {
+  WriteTransaction tx(db_, path_, "set_checkpoints");
+  sync_checkpoints(run_id, on_disk);
+  tx.commit();
+}
+
+void Journal::rewind_run(int64_t run_id, int64_t step, const std::vector<CheckpointRecord>& on_disk) {
+  WriteTransaction tx(db_, path_, "rewind_run");
+  Stmt s(db_, path_, "DELETE FROM metrics WHERE run_id = ? AND step > ?");
+  s.bind(1, run_id).bind(2, step).run();
+  sync_checkpoints(run_id, on_disk);
+  tx.commit();
 }
 
 std::vector<CheckpointRecord> Journal::checkpoints(int64_t run_id) {
@@ -516,7 +576,7 @@ std::vector<CheckpointRecord> Journal::checkpoints(int64_t run_id) {
 
 int64_t Journal::create_chat(const std::string& title, const std::string& model_dir,
                              const std::string& adapter_path, std::optional<int64_t> run_id) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "create_chat");
   Stmt s(db_, path_,
          "INSERT INTO chats(title, model_dir, adapter_path, run_id, created_at, updated_at) VALUES(?, ?, ?, "
          "?, ?, ?)");
@@ -528,7 +588,7 @@ int64_t Journal::create_chat(const std::string& title, const std::string& model_
 }
 
 int64_t Journal::add_message(int64_t chat_id, const std::string& role, const std::string& content) {
-  WriteTransaction tx(db_, path_);
+  WriteTransaction tx(db_, path_, "add_message");
   const int64_t now = journal_now_ms();
   Stmt s(db_, path_, "INSERT INTO messages(chat_id, role, content, created_at) VALUES(?, ?, ?, ?)");
   s.bind(1, chat_id).bind(2, role).bind(3, content).bind(4, now).run();
@@ -537,6 +597,30 @@ int64_t Journal::add_message(int64_t chat_id, const std::string& role, const std
   u.bind(1, now).bind(2, chat_id).run();
   tx.commit();
   return id;
+}
+
+int64_t Journal::add_exchange(int64_t chat_id, const ChatRecord& new_chat,
+                              const std::vector<std::pair<std::string, std::string>>& messages) {
+  WriteTransaction tx(db_, path_, "add_exchange");
+  const int64_t now = journal_now_ms();
+  if (chat_id == 0) {
+    Stmt s(db_, path_,
+           "INSERT INTO chats(title, model_dir, adapter_path, run_id, created_at, updated_at) "
+           "VALUES(?, ?, ?, ?, ?, ?)");
+    s.bind(1, new_chat.title).bind(2, new_chat.model_dir).bind(3, new_chat.adapter_path);
+    s.bind(4, new_chat.run_id).bind(5, now).bind(6, now).run();
+    chat_id = sqlite3_last_insert_rowid(db_);
+  }
+  Stmt m(db_, path_, "INSERT INTO messages(chat_id, role, content, created_at) VALUES(?, ?, ?, ?)");
+  for (const auto& [role, content] : messages) {
+    m.bind(1, chat_id).bind(2, role).bind(3, content).bind(4, now).run();
+    m.reset();
+  }
+  Stmt u(db_, path_, "UPDATE chats SET updated_at = ? WHERE id = ?");
+  u.bind(1, now).bind(2, chat_id).run();
+  if (sqlite3_changes(db_) == 0) throw_file_error(path_.string(), "has no chat " + std::to_string(chat_id));
+  tx.commit();
+  return chat_id;
 }
 
 std::vector<ChatRecord> Journal::chats() {

@@ -4,7 +4,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include <c10/util/Exception.h>
@@ -17,6 +25,8 @@
 #include <cstdio>
 
 #include "forja/error.h"
+#include "forja/fault.h"
+#include "forja/file_util.h"
 #include "forja/model_config.h"
 #include "lora_peft.h"
 #include "run_checkpoint.h"
@@ -146,7 +156,97 @@ void gpu_memory(double& allocated_gib, double& reserved_gib) {
   }
 }
 
+std::vector<SavedCheckpoint> checkpoints_on_disk(const fs::path& root, int64_t up_to_step) {
+  std::vector<SavedCheckpoint> out;
+  for (const fs::path& p : list_checkpoints(root)) {
+    const std::string name = p.filename().string();
+    const int64_t step = std::stoll(name.substr(name.find('-') + 1));  // list_checkpoints parsed it already
+    if (step <= up_to_step) out.push_back({step, p.string()});
+  }
+  return out;
+}
+
+// The final adapter goes to a temporary sibling first and replaces <output_dir>/adapter by a rename: a kill
+// halfway leaves the old adapter or the new one, never a folder holding half of each.
+void save_final_adapter(const LoraAdapters& adapters, const fs::path& out, const std::string& base_model) {
+  const fs::path dir = out / "adapter";
+  const fs::path tmp = out / (".adapter-tmp-" + std::to_string(::getpid()));
+  const fs::path old = out / (".adapter-old-" + std::to_string(::getpid()));
+  std::error_code ec;
+  // What a killed save left (the output folder's lock says no one else writes here).
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(out, ec))
+    if (e.path().filename().string().rfind(".adapter-", 0) == 0) stale.push_back(e.path());
+  for (const auto& p : stale) fs::remove_all(p, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) throw_file_error(tmp.string(), "cannot create: " + ec.message());
+  fault_point("adapter.begin");
+  save_peft_adapter(adapters, tmp, base_model);
+  fsync_directory(tmp);
+  fault_point("adapter.written");
+  fs::remove_all(old, ec);
+  if (fs::exists(dir)) fs::rename(dir, old, ec);
+  fs::rename(tmp, dir, ec);
+  if (ec) throw_file_error(dir.string(), "cannot move the new adapter into place: " + ec.message());
+  fsync_directory(out);
+  fault_point("adapter.renamed");
+  fs::remove_all(old, ec);
+}
+
+// Adapters that are no longer finite (a huge learning rate) must never reach a checkpoint: the last finite one
+// stays the newest.
+bool adapters_finite(const LoraAdapters& adapters) {
+  at::NoGradGuard no_grad;
+  for (const at::Tensor& p : adapters.parameters())
+    if (!at::isfinite(p).all().item<bool>()) return false;
+  return true;
+}
+
 }  // namespace
+
+class OutputDirLock {
+ public:
+  OutputDirLock(fs::path dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
+  ~OutputDirLock() { ::close(fd_); }
+  OutputDirLock(const OutputDirLock&) = delete;
+  OutputDirLock& operator=(const OutputDirLock&) = delete;
+
+ private:
+  fs::path dir_;
+  int fd_;
+};
+
+std::shared_ptr<OutputDirLock> lock_output_dir(const std::string& output_dir) {
+  static std::mutex mutex;
+  static std::map<fs::path, std::weak_ptr<OutputDirLock>> held;
+  std::error_code ec;
+  fs::create_directories(output_dir, ec);
+  if (ec || !fs::is_directory(output_dir))
+    throw_file_error(output_dir, "cannot be used as the output folder: " +
+                                     (ec ? ec.message() : std::string("it is not a folder")));
+  const fs::path key = fs::canonical(output_dir, ec);
+  std::lock_guard<std::mutex> guard(mutex);
+  if (auto h = held[key].lock()) return h;
+  const fs::path file = key / ".lock";
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw_file_error(file.string(), std::string("cannot create: ") + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+    ::close(fd);
+    throw_file_error(output_dir,
+                     "another training run" +
+                         (n > 0 ? " (process " + std::string(pid, static_cast<size_t>(n)) + ")" : std::string()) +
+                         " is writing to this folder",
+                     "Wait for it to end or pause it, or give this run another output_dir.");
+  }
+  const std::string me = std::to_string(::getpid());
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+  }  // the pid is only for the message above
+  auto h = std::make_shared<OutputDirLock>(key, fd);
+  held[key] = h;
+  return h;
+}
 
 TrainResult run_training(const TrainConfig& config, BatchSource& data, const std::vector<Batch>& eval_data,
                          const RunHooks& hooks) {
@@ -205,6 +305,8 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
 
   const fs::path out = config.output_dir;
   const fs::path ckpt_root = out / "checkpoints";
+  const auto lock = writes ? lock_output_dir(config.output_dir) : nullptr;
+  if (writes) tidy_checkpoint_root(ckpt_root);
   TrainResult result;
   RunState state;
   state.total_steps = config.max_steps;
@@ -226,18 +328,44 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
       result.resumed_from_step = saved.step;
       result.last_checkpoint = latest->string();
       say("resumed from " + latest->string() + " at step " + std::to_string(saved.step));
+    } else if (writes && fs::exists(out / "adapter")) {
+      throw_file_error((out / "adapter").string(),
+                       "holds the adapter of an earlier run, and there is no checkpoint to continue it from",
+                       "Give this run a new output_dir, or move the old adapter away first.");
     }
   }
+  if (writes && hooks.on_start) hooks.on_start(state.step, checkpoints_on_disk(ckpt_root, state.step));
   // The same seed gives every rank the same adapters, and each resumes from the same checkpoint; rank 0's
   // copy makes that certain (and is the first collective: every rank has loaded its model by then).
   if (dp) copy_from_rank0(*dp, adapters->parameters());
 
+  double last_loss = 0;
+  auto retrying = [&](const auto& save) {
+    for (;;) {
+      try {
+        return save();
+      } catch (const Error& e) {
+        if (!hooks.on_save_failed || !hooks.on_save_failed(e)) throw;
+      }
+    }
+  };
   auto checkpoint = [&]() {
     if (!writes) return std::string();
+    if (!adapters_finite(*adapters))
+      throw Error("the adapter's weights are no longer finite after step " + std::to_string(state.step) +
+                      (result.last_checkpoint.empty() ? std::string()
+                                                      : "; the last finite checkpoint is " + result.last_checkpoint),
+                  "Lower the learning rate (and keep max_grad_norm on), then start a new run.");
     state.data_cursor = data.cursor();
-    fs::path p = save_run_checkpoint(ckpt_root, *adapters, trainer.optimizer(), state, config.model_dir,
-                                     config.keep_checkpoints);
+    const fs::path p = retrying([&] {
+      return save_run_checkpoint(ckpt_root, *adapters, trainer.optimizer(), state, config.model_dir,
+                                 config.keep_checkpoints);
+    });
     result.last_checkpoint = p.string();
+    fault_point("step.checkpointed");
+    if (hooks.on_checkpoint)
+      hooks.on_checkpoint({state.step, p.string()}, last_loss, checkpoints_on_disk(ckpt_root, state.step));
+    fault_point("step.checkpoint_recorded");
     return p.string();
   };
 
@@ -290,9 +418,24 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
       if (!dp) throw;
       stop_on_failure(e, false);
     }
-    trainer.update(s);
+    if (!std::isfinite(s.loss) || !trainer.update(s)) {
+      // Nothing of this step was applied; the adapters still hold the last step's finite weights.
+      trainer.optimizer().zero_grad();
+      data.seek(cursor_before);
+      std::string kept;
+      if (state.step > first_step && saved_at.empty()) kept = checkpoint();
+      if (kept.empty()) kept = result.last_checkpoint;
+      throw Error("the training diverged at step " + std::to_string(state.step + 1) + ": the " +
+                      (std::isfinite(s.loss) ? "gradient norm" : "loss") + " is " +
+                      std::to_string(std::isfinite(s.loss) ? s.grad_norm : s.loss) +
+                      (kept.empty() ? std::string() : "; the last finite state is " + kept),
+                  "Lower the learning rate, keep max_grad_norm on, check the data for broken records, "
+                  "then start a new run.");
+    }
     if (device.is_cuda()) torch::cuda::synchronize();
     ++state.step;
+    last_loss = s.loss;
+    fault_point("step.updated");
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     TrainProgress p;
     p.step = state.step;
@@ -321,10 +464,11 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
         stop_early = true;
       }
     }
+    // Write-ahead: the step's record first, then the checkpoint that lets a resume skip the step.
+    TrainControl control = hooks.on_progress ? hooks.on_progress(p) : TrainControl::Continue;
+    fault_point("step.recorded");
     saved_at.clear();
     if (config.checkpoint_every > 0 && state.step % config.checkpoint_every == 0) saved_at = checkpoint();
-    p.checkpoint = saved_at;
-    TrainControl control = hooks.on_progress ? hooks.on_progress(p) : TrainControl::Continue;
     if (dp) {
       try {
         control = static_cast<TrainControl>(
@@ -347,7 +491,7 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
   if (saved_at.empty() && state.step > first_step) checkpoint();
   result.steps_done = state.step;
   if (writes && (result.outcome == TrainOutcome::Finished || result.outcome == TrainOutcome::EarlyStopped)) {
-    save_peft_adapter(*adapters, out / "adapter", config.model_dir);
+    retrying([&] { save_final_adapter(*adapters, out, config.model_dir); });
     result.adapter_dir = (out / "adapter").string();
   }
   return result;

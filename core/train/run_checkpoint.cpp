@@ -1,15 +1,18 @@
 #include "run_checkpoint.h"
 
 #include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <mutex>
 
 #include "forja/error.h"
+#include "forja/fault.h"
 #include "forja/file_util.h"
 #include "forja/safetensors.h"
 #include "lora_peft.h"
@@ -40,7 +43,11 @@ std::optional<int64_t> step_of(const fs::path& dir) {
   const std::string digits = name.substr(std::char_traits<char>::length(kPrefix));
   if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
-  return std::stoll(digits);
+  // A name too long for a step count is not one of ours (never a checkpoint to resume from).
+  int64_t step = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return step;
 }
 
 std::vector<std::pair<std::string, at::Tensor>> generator_states() {
@@ -79,6 +86,7 @@ std::vector<fs::path> list_checkpoints(const fs::path& root) {
 
 fs::path save_run_checkpoint(const fs::path& root, const LoraAdapters& adapters, const AdamW& optimizer,
                              const RunState& state, const std::string& base_model, int64_t keep) {
+  fault_point("checkpoint.begin");
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) throw_file_error(root.string(), "cannot create the checkpoint folder: " + ec.message());
@@ -114,7 +122,9 @@ fs::path save_run_checkpoint(const fs::path& root, const LoraAdapters& adapters,
   for (const auto& f : kFiles)
     manifest["files"][f] = {{"bytes", fs::file_size(tmp / f)}, {"sha256", sha256_file(tmp / f)}};
   write_file_atomic(tmp / "manifest.json", manifest.dump(1) + "\n");
+  fault_point("checkpoint.files_written");
   fsync_directory(tmp);
+  fault_point("checkpoint.synced");
 
   // Re-saving a step (a run paused right after resuming): the old copy moves aside until the new one is in
   // place.
@@ -122,7 +132,9 @@ fs::path save_run_checkpoint(const fs::path& root, const LoraAdapters& adapters,
   if (fs::exists(final_dir)) fs::rename(final_dir, old, ec);
   fs::rename(tmp, final_dir, ec);
   if (ec) throw_file_error(final_dir.string(), "cannot move the new checkpoint into place: " + ec.message());
+  fault_point("checkpoint.renamed");
   fsync_directory(root);
+  fault_point("checkpoint.dir_synced");
   remove_quietly(old);
 
   // The oldest checkpoints beyond `keep` leave by an atomic rename first: deleting a folder file by file is
@@ -134,6 +146,7 @@ fs::path save_run_checkpoint(const fs::path& root, const LoraAdapters& adapters,
     fs::rename(all[i], root / (".old-" + all[i].filename().string()), ec);
   }
   fsync_directory(root);
+  fault_point("checkpoint.pruned");
   // Then the leftovers: retired checkpoints and the temporary folders of saves that crashed.
   std::vector<fs::path> leftovers;
   for (const auto& e : fs::directory_iterator(root, ec)) {
@@ -141,7 +154,35 @@ fs::path save_run_checkpoint(const fs::path& root, const LoraAdapters& adapters,
     if (n.rfind(".tmp-", 0) == 0 || n.rfind(".old-", 0) == 0) leftovers.push_back(e.path());
   }
   for (const auto& p : leftovers) remove_quietly(p);
+  fault_point("checkpoint.done");
   return final_dir;
+}
+
+void tidy_checkpoint_root(const fs::path& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return;
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(root, ec)) entries.push_back(e.path());
+  for (const fs::path& p : entries) {
+    const std::string n = p.filename().string();
+    // ".old-step-XXXXXXXX-<pid>": a step being re-saved; when the kill came between its two renames, the old
+    // copy is the only one and goes back. ".old-step-XXXXXXXX" (pruned) and ".tmp-" (unfinished) just go.
+    if (n.rfind(".old-", 0) == 0) {
+      const std::string rest = n.substr(5);
+      const auto dash = rest.find('-', std::char_traits<char>::length(kPrefix));
+      if (dash != std::string::npos) {
+        const fs::path original = root / rest.substr(0, dash);
+        if (step_of(original) && !fs::exists(original, ec)) {
+          fs::rename(p, original, ec);
+          if (!ec) continue;
+        }
+      }
+      remove_quietly(p);
+    } else if (n.rfind(".tmp-", 0) == 0) {
+      remove_quietly(p);
+    }
+  }
+  fsync_directory(root);
 }
 
 std::string checkpoint_problem(const fs::path& dir) {
@@ -181,9 +222,63 @@ std::optional<fs::path> latest_valid_checkpoint(const fs::path& root, std::vecto
   return std::nullopt;
 }
 
+namespace {
+
+// trainer_state.json, checked field by field: the manifest proves the bytes are the ones written, not that
+// whoever wrote them (a hand edit with a new manifest) wrote sense.
+RunState read_trainer_state(const fs::path& dir) {
+  const fs::path file = dir / "trainer_state.json";
+  auto bad = [&](const std::string& problem) -> RunState {
+    throw_file_error(file.string(), problem,
+                     "Remove " + dir.string() + " to resume from the checkpoint before it.");
+  };
+  json ts;
+  try {
+    ts = json::parse(read_text_file(file));
+  } catch (const json::exception& e) {
+    bad(std::string("is not valid JSON: ") + e.what());
+  }
+  if (!ts.is_object()) return bad("is not a JSON object");
+  auto count = [&](const char* key) {
+    if (!ts.contains(key) || !ts[key].is_number_integer() || ts[key].get<int64_t>() < 0)
+      bad(std::string("\"") + key + "\" must be a whole number of at least 0");
+    return ts[key].get<int64_t>();
+  };
+  RunState s;
+  s.step = count("step");
+  s.total_steps = count("total_steps");
+  s.evals_without_improvement = count("evals_without_improvement");
+  if (s.step > s.total_steps)
+    bad("step " + std::to_string(s.step) + " is beyond total_steps " + std::to_string(s.total_steps));
+  if (const auto named = step_of(dir); named && *named != s.step)
+    bad("says step " + std::to_string(s.step) + " but the folder is " + dir.filename().string());
+  if (!ts.contains("data_cursor") || !ts["data_cursor"].is_string()) bad("\"data_cursor\" must be a string");
+  s.data_cursor = ts["data_cursor"].get<std::string>();
+  if (ts.contains("best_eval_loss") && !ts["best_eval_loss"].is_null()) {
+    if (!ts["best_eval_loss"].is_number()) bad("\"best_eval_loss\" must be a number or null");
+    s.best_eval_loss = ts["best_eval_loss"].get<double>();
+  }
+  return s;
+}
+
+}  // namespace
+
 RunState load_run_checkpoint(const fs::path& dir, LoraAdapters& adapters, AdamW& optimizer) {
   if (const std::string problem = checkpoint_problem(dir); !problem.empty())
     throw_file_error(dir.string(), "is not a usable checkpoint: " + problem);
+  RunState s = read_trainer_state(dir);
+  try {
+    load_state_tensors(dir, adapters, optimizer);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw_file_error(dir.string(), "holds tensors that do not fit this run: " + what.substr(0, what.find('\n')),
+                     "Remove " + dir.string() + " to resume from the checkpoint before it.");
+  }
+  s.config_json = read_text_file(dir / "run_config.json");
+  return s;
+}
+
+void load_state_tensors(const fs::path& dir, LoraAdapters& adapters, AdamW& optimizer) {
   load_peft_weights(adapters, dir);
 
   auto opt = io::SafetensorsFile::open(dir / "optimizer.safetensors");
@@ -197,11 +292,20 @@ RunState load_run_checkpoint(const fs::path& dir, LoraAdapters& adapters, AdamW&
           tensor_from_checkpoint(opt, opt.at("exp_avg_sq." + names[i])).to(params[i].device()).clone());
     }
   }
+  for (size_t i = 0; i < m.size(); ++i)
+    if (!m[i].sizes().equals(params[i].sizes()) || !v[i].sizes().equals(params[i].sizes()))
+      throw_file_error((dir / "optimizer.safetensors").string(),
+                       "holds moments of another shape than " + names[i]);
   const auto& meta = opt.metadata();
   auto it = meta.find("step");
-  if (it == meta.end())
-    throw_file_error((dir / "optimizer.safetensors").string(), "has no step in its metadata");
-  optimizer.restore(std::stoll(it->second), std::move(m), std::move(v));
+  int64_t opt_step = -1;
+  if (it != meta.end()) {
+    const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), opt_step);
+    if (ec != std::errc() || end != it->second.data() + it->second.size()) opt_step = -1;
+  }
+  if (opt_step < 0)
+    throw_file_error((dir / "optimizer.safetensors").string(), "has no step count in its metadata");
+  optimizer.restore(opt_step, std::move(m), std::move(v));
 
   auto rng = io::SafetensorsFile::open(dir / "rng.safetensors");
   {
@@ -214,16 +318,6 @@ RunState load_run_checkpoint(const fs::path& dir, LoraAdapters& adapters, AdamW&
     std::lock_guard<std::mutex> lock(cuda.mutex());
     cuda.set_state(tensor_from_checkpoint(rng, rng.at("cuda")).clone());
   }
-
-  const json ts = json::parse(read_text_file(dir / "trainer_state.json"));
-  RunState s;
-  s.step = ts.at("step").get<int64_t>();
-  s.total_steps = ts.at("total_steps").get<int64_t>();
-  s.data_cursor = ts.at("data_cursor").get<std::string>();
-  s.evals_without_improvement = ts.at("evals_without_improvement").get<int64_t>();
-  if (!ts.at("best_eval_loss").is_null()) s.best_eval_loss = ts["best_eval_loss"].get<double>();
-  s.config_json = read_text_file(dir / "run_config.json");
-  return s;
 }
 
 }  // namespace forja::train

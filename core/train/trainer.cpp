@@ -1,5 +1,7 @@
 #include "trainer.h"
 
+#include <cmath>
+
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 
@@ -107,11 +109,16 @@ StepStats Trainer::backward(const std::vector<Batch>& micro_batches, int64_t ste
   return s;
 }
 
-void Trainer::update(StepStats& s) {
+bool Trainer::update(StepStats& s) {
   s.grad_norm = clip_grad_norm(optimizer_.params(), settings_.max_grad_norm);
+  if (!std::isfinite(s.grad_norm)) {
+    optimizer_.zero_grad();
+    return false;
+  }
   s.learning_rate = learning_rate_at(optimizer_.steps());
   optimizer_.step(s.learning_rate);
   optimizer_.zero_grad();
+  return true;
 }
 
 double Trainer::evaluate(const std::vector<Batch>& batches) {

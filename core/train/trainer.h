@@ -45,7 +45,8 @@ class Trainer {
   // of these micro-batches' own: a data-parallel rank forwards part of a step whose loss tokens it passes.
   StepStats backward(const std::vector<Batch>& micro_batches, int64_t step_loss_tokens = 0);
   // Clip, AdamW update at this step's learning rate, zero the gradients; fills grad_norm and learning_rate.
-  void update(StepStats& stats);
+  // A gradient norm that is not finite updates nothing and returns false.
+  bool update(StepStats& stats);
   // Mean cross-entropy over all loss tokens of `batches`, without gradients or dropout.
   double evaluate(const std::vector<Batch>& batches);
   // Activation checkpointing on or off from the next step (the out-of-memory probe tries both).

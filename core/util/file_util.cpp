@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "forja/error.h"
+#include "forja/fault.h"
 
 namespace forja {
 namespace fs = std::filesystem;
@@ -47,6 +48,9 @@ AtomicFileWriter::~AtomicFileWriter() {
 void AtomicFileWriter::append(std::string_view data) {
   const char* p = data.data();
   size_t left = data.size();
+  // The crash tests' torn write: half of this piece reaches the temporary file, then the process dies.
+  const bool torn = fault_points_armed() && fault_hit("write:" + path_.filename().string());
+  if (torn) left /= 2;
   while (left > 0) {
     ssize_t n = ::write(fd_, p, left);
     if (n < 0) {
@@ -58,6 +62,7 @@ void AtomicFileWriter::append(std::string_view data) {
     p += n;
     left -= static_cast<size_t>(n);
   }
+  if (torn) fault_kill();
   written_ += data.size();
 }
 

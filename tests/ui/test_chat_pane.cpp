@@ -567,19 +567,11 @@ void TestChatPane::staysResponsiveWhileGenerating() {
   QTest::qWait(100);  // the ticks after the final rendering
   watch.stop();
   QCOMPARE(last_reply().new_tokens, qint64{2000});
-  qInfo(
-      "generation: %lld tokens at %.0f tokens/s; %d ticks, longest gap %lld ms (%lld ms less the waits for a "
-      "CPU%s)",
-      last_reply().new_tokens, last_reply().tokens_per_second, watch.ticks, watch.longest, watch.longest_own,
-      forja::test::EventLoopWatch::corrected() ? "" : ": schedstat unreadable");
+  qInfo("generation: %lld tokens at %.0f tokens/s; %s", last_reply().new_tokens,
+        last_reply().tokens_per_second, qPrintable(watch.report()));
   QVERIFY(watch.ticks > 10);
-  // 50 ms: the brief's limit, five timer periods; a stall of the GUI thread on engine work would be far
-  // longer (the whole generation).
-  QVERIFY2(watch.longest_own < 50,
-           qPrintable(QStringLiteral("the event loop stalled for %1 ms, not counting time spent waiting "
-                                     "for a CPU (longest wall-clock gap %2 ms)")
-                          .arg(watch.longest_own)
-                          .arg(watch.longest)));
+  // A stall of the GUI thread on engine work would last the whole generation (seconds).
+  QVERIFY2(watch.within_bounds(), qPrintable(watch.report()));
 }
 
 QTEST_MAIN(TestChatPane)

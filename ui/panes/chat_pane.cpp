@@ -647,26 +647,33 @@ void ChatPane::save_exchange(const QString& user_text, const QString& answer) {
   if (!context_.journal || user_text.isEmpty()) return;
   const QString system = system_prompt_->toPlainText().trimmed();
   try {
-    forja::Journal& journal = *context_.journal;
-    if (chat_id_ == 0) {
+    // One transaction: a crash keeps the whole exchange (with the chat it opened) or none of it.
+    const bool opens_chat = chat_id_ == 0;
+    std::vector<std::pair<std::string, std::string>> messages;
+    if (system != (opens_chat ? QString() : saved_system_))
+      messages.emplace_back(kSystem.toStdString(), system.toStdString());
+    messages.emplace_back(kUser.toStdString(), user_text.toStdString());
+    messages.emplace_back(kAssistant.toStdString(), answer.toStdString());
+    forja::ChatRecord c;
+    if (opens_chat) {
       const bool adapter_on = adapter_loaded_ && adapter_on_->isChecked();
-      forja::ChatRecord c;
       c.title = chat_title(user_text).toStdString();
       c.model_dir = model_dir_.toStdString();
       c.adapter_path = adapter_on ? adapter_dir_.toStdString() : std::string();
-      c.id = chat_id_ = journal.create_chat(c.title, c.model_dir, c.adapter_path, std::nullopt);
+    }
+    c.id = chat_id_ = context_.journal->add_exchange(chat_id_, c, messages);
+    saved_system_ = system;
+    const QSignalBlocker quiet(chat_list_);
+    if (opens_chat) {
       c.updated_at_ms = forja::journal_now_ms();
-      saved_system_.clear();
       // The list grows by this one item, at the top (most recently updated first), without reading the
       // journal's whole chat list again on every answer.
-      const QSignalBlocker quiet(chat_list_);
       auto* item = new QListWidgetItem;
       describe_chat_item(item, c);
       chat_list_->insertItem(0, item);
       chat_list_->setCurrentItem(item);
     } else {
       // An older chat continued moves to the top.
-      const QSignalBlocker quiet(chat_list_);
       for (int row = 0; row < chat_list_->count(); ++row)
         if (chat_list_->item(row)->data(Qt::UserRole).toLongLong() == chat_id_) {
           QListWidgetItem* item = chat_list_->takeItem(row);
@@ -675,12 +682,6 @@ void ChatPane::save_exchange(const QString& user_text, const QString& answer) {
           break;
         }
     }
-    if (system != saved_system_) {
-      journal.add_message(chat_id_, kSystem.toStdString(), system.toStdString());
-      saved_system_ = system;
-    }
-    journal.add_message(chat_id_, kUser.toStdString(), user_text.toStdString());
-    journal.add_message(chat_id_, kAssistant.toStdString(), answer.toStdString());
   } catch (const forja::Error& e) {
     error_->show_error(tr("This chat could not be saved: %1").arg(QString::fromStdString(e.message())),
                        QString::fromStdString(e.hint()), ErrorBox::Severity::Warning);

@@ -281,6 +281,11 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
 
   connect(worker_, &TrainWorker::step, this, &TrainPane::on_step);
   connect(worker_, &TrainWorker::message, this, &TrainPane::log);
+  connect(worker_, &TrainWorker::checkpoint, this, [this](const QJsonObject& c) {
+    log(tr("checkpoint at step %1: %2")
+            .arg(c.value(QStringLiteral("step")).toInteger())
+            .arg(c.value(QStringLiteral("path")).toString()));
+  });
   connect(worker_, &TrainWorker::finished, this, [this](const QJsonObject& r) {
     const QString outcome = r.value(QStringLiteral("outcome")).toString();
     status_->setText(outcome == QLatin1String("paused")
@@ -579,6 +584,12 @@ int TrainPane::plotted_steps() const {
 void TrainPane::on_step(const QJsonObject& p) {
   const double step = p.value(QStringLiteral("step")).toDouble();
   const double total = p.value(QStringLiteral("total_steps")).toDouble();
+  // A run killed after recording a step and before checkpointing it does that step again when resumed: the
+  // curves drop what they had from there on, so each step is plotted once.
+  for (QCustomPlot* plot : {loss_plot_, lr_plot_, norm_plot_, speed_plot_})
+    for (int g = 0; g < plot->graphCount(); ++g)
+      if (!plot->graph(g)->data()->isEmpty() && (plot->graph(g)->data()->constEnd() - 1)->key >= step)
+        plot->graph(g)->data()->removeAfter(step - 0.5);
   add_point(loss_plot_, 0, step, p.value(QStringLiteral("loss")).toDouble());
   if (p.contains(QStringLiteral("eval_loss")))
     add_point(loss_plot_, 1, step, p.value(QStringLiteral("eval_loss")).toDouble());
@@ -595,8 +606,6 @@ void TrainPane::on_step(const QJsonObject& p) {
           .arg(p.value(QStringLiteral("loss")).toDouble(), 0, 'f', 4)
           .arg(p.value(QStringLiteral("tokens_per_s")).toDouble(), 0, 'f', 0)
           .arg(format_duration_ms(static_cast<int64_t>(p.value(QStringLiteral("eta_s")).toDouble() * 1000))));
-  if (p.contains(QStringLiteral("checkpoint")))
-    log(tr("checkpoint at step %1: %2").arg(step).arg(p.value(QStringLiteral("checkpoint")).toString()));
 }
 
 void TrainPane::log(const QString& line) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct sqlite3;
@@ -137,14 +138,25 @@ class Journal {
   // Points with step > after_step, in step order; a reader polls with the last step it has.
   std::vector<MetricPoint> metrics(int64_t run_id, int64_t after_step = -1);
 
-  // Checkpoints.
+  // Checkpoints. Adding a step the run already has replaces that row (a paused run re-saves its last step).
   int64_t add_checkpoint(int64_t run_id, int64_t step, const std::string& path, std::optional<double> loss);
   std::vector<CheckpointRecord> checkpoints(int64_t run_id);  // in step order
+  // The run's checkpoint rows become `on_disk` (step, path and, where known, loss), in one transaction: rows
+  // of checkpoints pruned from the disk leave, rows already there keep their loss unless a new one is given.
+  void set_checkpoints(int64_t run_id, const std::vector<CheckpointRecord>& on_disk);
+  // A run (re)starts at `step`: metrics after it are dropped, since those steps run again, and the checkpoint
+  // rows become `on_disk`; one transaction, so the journal never shows a mix of the two.
+  void rewind_run(int64_t run_id, int64_t step, const std::vector<CheckpointRecord>& on_disk);
 
   // Chats.
   int64_t create_chat(const std::string& title, const std::string& model_dir, const std::string& adapter_path,
                       std::optional<int64_t> run_id);
   int64_t add_message(int64_t chat_id, const std::string& role, const std::string& content);
+  // One exchange of a chat in one transaction: the chat itself when `chat_id` is 0 (made from `new_chat`'s
+  // title, model, adapter and run), then `messages` (role, content) in order. Returns the chat's id. A crash
+  // leaves all of it or none.
+  int64_t add_exchange(int64_t chat_id, const ChatRecord& new_chat,
+                       const std::vector<std::pair<std::string, std::string>>& messages);
   std::vector<ChatRecord> chats();  // most recently updated first
   std::vector<MessageRecord> messages(int64_t chat_id);
   bool delete_chat(int64_t chat_id);
@@ -152,6 +164,8 @@ class Journal {
  private:
   // Runs a one-row "DELETE ... WHERE id = ?" in a write transaction; true when a row went.
   bool delete_by_id(const char* sql, int64_t id);
+  // set_checkpoints' work, inside the caller's transaction.
+  void sync_checkpoints(int64_t run_id, const std::vector<CheckpointRecord>& on_disk);
   void migrate();
   void close() noexcept;
 

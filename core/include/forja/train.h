@@ -99,7 +99,6 @@ struct TrainProgress {
   double gpu_allocated_gib = 0, gpu_reserved_gib = 0;  // 0 on the CPU
   double elapsed_seconds = 0;
   double eta_seconds = 0;
-  std::string checkpoint;  // the checkpoint folder written after this step, if any
 };
 
 enum class TrainControl { Continue, Pause, Cancel };

@@ -71,6 +71,8 @@ class TestJournal : public QObject {
   void twoConnectionsSeeEachOther();
   void secondWriterWaitsForFirst();
   void survivesSigkillOfWriter();
+  void checkpointRowsFollowTheDisk();
+  void exchangeIsAllOrNothing();
 };
 
 void TestJournal::createsSchemaInWalMode() {
@@ -391,6 +393,88 @@ void TestJournal::survivesSigkillOfWriter() {
   // The journal is still writable after the crash.
   after.set_run_status(run, RunStatus::Interrupted);
   QCOMPARE(after.run(run)->status, RunStatus::Interrupted);
+}
+
+void TestJournal::checkpointRowsFollowTheDisk() {
+  QTemporaryDir dir;
+  Journal j(temp_file(dir, "journal.db"));
+  const int64_t run = j.create_run(sample_run("r"));
+  for (int64_t s = 1; s <= 6; ++s) j.append_metrics(run, {point(s, double(s))});
+  auto rec = [](int64_t step, std::optional<double> loss = std::nullopt) {
+    forja::CheckpointRecord c;
+    c.step = step;
+    c.path = "/ckpt/step-" + std::to_string(step);
+    c.loss = loss;
+    return c;
+  };
+  j.set_checkpoints(run, {rec(2, 2.0), rec(4, 4.0)});
+  // Step 6 saved, step 2 pruned: 2's row goes, 4 keeps its loss, 6 comes with its own.
+  j.set_checkpoints(run, {rec(4), rec(6, 6.0)});
+  auto rows = j.checkpoints(run);
+  QCOMPARE(rows.size(), size_t(2));
+  QCOMPARE(rows[0].step, int64_t(4));
+  QCOMPARE(*rows[0].loss, 4.0);
+  QCOMPARE(rows[1].step, int64_t(6));
+  QCOMPARE(*rows[1].loss, 6.0);
+  // Re-saving a step replaces its row instead of adding a second one.
+  j.add_checkpoint(run, 6, "/ckpt/step-6", 6.5);
+  QCOMPARE(j.checkpoints(run).size(), size_t(2));
+  // A resume from step 4 (the run died after recording 5 and 6, before checkpoint 6 was whole): the later
+  // metrics and the row of 6 leave together.
+  j.rewind_run(run, 4, {rec(4)});
+  const auto points = j.metrics(run);
+  QCOMPARE(points.size(), size_t(4));
+  QCOMPARE(points.back().step, int64_t(4));
+  rows = j.checkpoints(run);
+  QCOMPARE(rows.size(), size_t(1));
+  QCOMPARE(rows[0].step, int64_t(4));
+  QCOMPARE(*rows[0].loss, 4.0);
+}
+
+void TestJournal::exchangeIsAllOrNothing() {
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "journal.db");
+  const std::vector<std::pair<std::string, std::string>> exchange = {
+      {"system", "Be brief."}, {"user", "Olá, você está bem?"}, {"assistant", "Estou bem."}};
+  forja::ChatRecord c;
+  c.title = "first";
+  c.model_dir = "/m";
+  // Killed inside the transaction (FORJA_FAULT in a forked child): neither the chat nor any message stays.
+  auto killed_exchange = [&](int64_t chat_id) {
+    const pid_t child = fork();
+    if (child == 0) {
+      setenv("FORJA_FAULT", "journal.commit:add_exchange", 1);
+      try {
+        Journal j(path);
+        j.add_exchange(chat_id, c, exchange);
+      } catch (...) {
+      }
+      _exit(0);  // reached only when the fault point did not fire
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  };
+  { Journal(path).integrity_check(); }
+  QVERIFY(killed_exchange(0));
+  {
+    Journal j(path);
+    QCOMPARE(QString::fromStdString(j.integrity_check()), QStringLiteral("ok"));
+    QVERIFY(j.chats().empty());
+  }
+  int64_t chat = 0;
+  {
+    Journal j(path);
+    chat = j.add_exchange(0, c, exchange);
+    QCOMPARE(j.messages(chat).size(), size_t(3));
+    QCOMPARE(j.messages(chat)[1].content, std::string("Olá, você está bem?"));
+  }
+  QVERIFY(killed_exchange(chat));
+  Journal j(path);
+  QCOMPARE(j.chats().size(), size_t(1));
+  QCOMPARE(j.messages(chat).size(), size_t(3));
+  // A chat that is not there is an error, not messages without a chat.
+  QVERIFY_THROWS_EXCEPTION(forja::Error, j.add_exchange(chat + 100, c, exchange));
 }
 
 QTEST_GUILESS_MAIN(TestJournal)
