@@ -88,7 +88,7 @@ int run_tokenize(forja::cli::Args& args) {
   const forja::Encoding enc = tok.encode_with_spans(text, add_special);
   if (args.flag("json")) {
     json pieces = json::array();
-    for (auto id : enc.ids) pieces.push_back(tok.id_to_piece(id));
+    for (auto id : enc.ids) pieces.push_back(forja::printable_bytes(tok.id_to_piece(id)));
     const json out = {{"ids", enc.ids}, {"pieces", pieces}};
     std::printf("%s\n", out.dump().c_str());
     return 0;
@@ -97,10 +97,15 @@ int run_tokenize(forja::cli::Args& args) {
               add_special ? "with" : "without");
   for (size_t i = 0; i < enc.ids.size(); ++i) std::printf("%s%d", i ? " " : "", enc.ids[i]);
   std::printf("\n");
+  // A byte-level piece or span may hold part of a character: such bytes print as <0xNN>, so that the output
+  // stays valid UTF-8 (and nlohmann's dump, which refuses invalid UTF-8, cannot throw).
   for (size_t i = 0; i < enc.ids.size(); ++i) {
     const auto& sp = enc.spans[i];
-    std::printf("%8d  %-24s  [%zu, %zu) %s\n", enc.ids[i], json(tok.id_to_piece(enc.ids[i])).dump().c_str(),
-                sp.begin, sp.end, json(text.substr(sp.begin, sp.end - sp.begin)).dump().c_str());
+    const std::string piece = forja::printable_bytes(tok.id_to_piece(enc.ids[i]));
+    const std::string span =
+        forja::printable_bytes(std::string_view(text).substr(sp.begin, sp.end - sp.begin));
+    std::printf("%8d  %-24s  [%zu, %zu) %s\n", enc.ids[i], json(piece).dump().c_str(), sp.begin, sp.end,
+                json(span).dump().c_str());
   }
   return 0;
 }

@@ -68,7 +68,9 @@ int64_t TensorInfo::numel() const {
 }
 
 std::shared_ptr<MappedFile> MappedFile::open(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK so that a FIFO in place of the file cannot block the open before the regular-file check;
+  // it changes nothing for a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw_file_error(path.string(), std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

@@ -6,6 +6,7 @@
 
 #include "added_vocab.h"
 #include "forja/error.h"
+#include "forja/file_util.h"
 #include "pipeline.h"
 #include "tokenizer_impl.h"
 #include "unicode_norm.h"
@@ -650,13 +651,10 @@ class HfJsonTokenizer final : public Tokenizer::Impl {
 }  // namespace
 
 std::unique_ptr<Tokenizer::Impl> make_hf_json_tokenizer(const std::string& path, const json*) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_file_error(path, "cannot be opened", "check that the model folder is complete and readable");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_text_file(path);
   json root;
   try {
-    root = json::parse(ss.str());
+    root = json::parse(text);
   } catch (const json::exception& e) {
     throw_file_error(path, std::string("is not valid JSON: ") + e.what(),
                      "the download may be incomplete; fetch tokenizer.json again");

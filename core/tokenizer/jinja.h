@@ -76,6 +76,15 @@ struct Value {
     return v;
   }
 
+  Value() = default;
+  Value(const Value&) = default;
+  Value(Value&&) noexcept = default;
+  Value& operator=(const Value&) = default;
+  Value& operator=(Value&&) noexcept = default;
+  // Frees nested lists and dicts with a loop instead of recursion: a template can build a chain of
+  // containers far deeper than the stack (through a namespace that it keeps extending).
+  ~Value();
+
   bool defined() const { return type != Type::Undefined; }
   const Value* find(const std::string& key) const;
   void set(const std::string& key, Value v);
@@ -125,6 +134,7 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   bool negated = false;  // `is not`
   int line = 0;
+  int depth = 1;  // of the subtree, counted by the parser
 };
 
 struct Node {

@@ -1,6 +1,9 @@
 // Jinja lexer and parser: splits the source into text, {{ }} and {% %} with transformers' whitespace rules
 // (trim_blocks, lstrip_blocks, `-` markers), then parses expressions by Jinja2's precedence.
+#include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdlib>
 
 #include "forja/error.h"
 #include "jinja.h"
@@ -24,6 +27,37 @@ struct Chunk {
 [[noreturn]] void fail(const std::string& origin, int line, const std::string& what) {
   throw Error(origin + ":" + std::to_string(line) + ": " + what,
               "the chat template uses Jinja that Forja does not understand");
+}
+
+// The parser and the renderer recurse once per level, so deeper nesting would overflow the stack. Real chat
+// templates nest a handful of blocks and expressions; Python's own recursion limit stops Jinja2 around here.
+constexpr int kMaxExprDepth = 256;
+constexpr int kMaxBlockDepth = 128;
+
+// Counts one level of recursion for as long as it lives.
+struct DepthGuard {
+  DepthGuard(int& depth, int limit, const std::string& origin, int line, const char* what) : depth_(depth) {
+    if (++depth_ > limit)
+      fail(origin, line, std::string(what) + " nested deeper than " + std::to_string(limit) + " levels");
+  }
+  ~DepthGuard() { --depth_; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+  int& depth_;
+};
+
+// An integer literal; Python's are unbounded, Forja's are 64-bit.
+int64_t parse_int_literal(const std::string& text, const std::string& origin, int line) {
+  std::string digits;
+  for (char c : text)
+    if (c != '_') digits += c;
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec == std::errc::result_out_of_range)
+    fail(origin, line, "integer literal " + text + " does not fit in 64 bits");
+  if (ec != std::errc() || end != digits.data() + digits.size())
+    fail(origin, line, "bad integer literal " + text);
+  return v;
 }
 
 std::vector<Chunk> lex_chunks(const std::string& src, const std::string& origin) {
@@ -130,10 +164,14 @@ std::vector<Tok> lex_expr(const std::string& s, const std::string& origin, int l
       }
       std::string num = s.substr(i, j - i);
       Tok t{is_float ? Tok::T::Float : Tok::T::Int, num};
-      if (is_float)
-        t.f = std::stod(num);
-      else
-        t.i = std::stoll(num);
+      if (is_float) {
+        std::string digits;
+        for (char ch : num)
+          if (ch != '_') digits += ch;
+        t.f = std::strtod(digits.c_str(), nullptr);  // too large gives inf, as Python's float literal does
+      } else {
+        t.i = parse_int_literal(num, origin, line);
+      }
       out.push_back(t);
       i = j;
     } else if (c == '\'' || c == '"') {
@@ -192,6 +230,7 @@ class ExprParser {
   }
 
   ExprPtr expression() {
+    DepthGuard guard(depth_, kMaxExprDepth, origin_, line_, "expression");
     ExprPtr e = or_expr();
     if (is_name("if")) {
       ++p_;
@@ -203,7 +242,7 @@ class ExprParser {
         other = expression();
       }
       c->args = {cond, e, other};
-      return c;
+      return sized(c);
     }
     return e;
   }
@@ -225,12 +264,13 @@ class ExprParser {
     return l;
   }
   ExprPtr not_expr() {
+    DepthGuard guard(depth_, kMaxExprDepth, origin_, line_, "expression");
     if (is_name("not")) {
       ++p_;
       auto u = make(Expr::Kind::Unary);
       u->name = "not";
       u->args = {not_expr()};
-      return u;
+      return sized(u);
     }
     return compare();
   }
@@ -268,19 +308,29 @@ class ExprParser {
     return l;
   }
   ExprPtr math2() {
-    ExprPtr l = unary();
+    ExprPtr l = pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       std::string op = t_[p_++].s;
-      l = bin(op, l, unary());
+      l = bin(op, l, pow());
+    }
+    return l;
+  }
+  // Jinja2 binds ** tighter than * and looser than unary minus, left to right: -2 ** 2 is 4.
+  ExprPtr pow() {
+    ExprPtr l = unary();
+    while (is_op("**")) {
+      ++p_;
+      l = bin("**", l, unary());
     }
     return l;
   }
   ExprPtr unary() {
+    DepthGuard guard(depth_, kMaxExprDepth, origin_, line_, "expression");
     if (is_op("-") || is_op("+")) {
       auto u = make(Expr::Kind::Unary);
       u->name = t_[p_++].s;
       u->args = {unary()};
-      return u;
+      return sized(u);
     }
     return filters(postfix(primary()));
   }
@@ -292,7 +342,7 @@ class ExprParser {
         f->name = expect_name();
         f->args = {e};
         if (is_op("(")) call_args(*f);
-        e = postfix(f);
+        e = postfix(sized(f));
       } else if (is_name("is")) {
         ++p_;
         auto t = make(Expr::Kind::Test);
@@ -310,7 +360,7 @@ class ExprParser {
                      !is_name("if")))) {
           t->args.push_back(primary());
         }
-        e = t;
+        e = sized(t);
       } else {
         return e;
       }
@@ -337,7 +387,7 @@ class ExprParser {
         auto a = make(Expr::Kind::Attr);
         a->name = t_[p_].t == Tok::T::Int ? std::to_string(t_[p_++].i) : expect_name();
         a->args = {e};
-        e = a;
+        e = sized(a);
       } else if (is_op("[")) {
         ++p_;
         ExprPtr first, second, third;
@@ -351,18 +401,18 @@ class ExprParser {
           }
           auto s = make(Expr::Kind::Slice);
           s->args = {e, first, second, third};
-          e = s;
+          e = sized(s);
         } else {
           auto ix = make(Expr::Kind::Index);
           ix->args = {e, first};
-          e = ix;
+          e = sized(ix);
         }
         expect_op("]");
       } else if (is_op("(")) {
         auto c = make(Expr::Kind::Call);
         c->args = {e};
         call_args(*c);
-        e = c;
+        e = sized(c);
       } else {
         return e;
       }
@@ -411,7 +461,7 @@ class ExprParser {
               if (is_op(")")) break;
               l->args.push_back(expression());
             }
-            e = l;
+            e = sized(l);
           }
           expect_op(")");
           return e;
@@ -424,7 +474,7 @@ class ExprParser {
             if (!is_op("]")) expect_op(",");
           }
           ++p_;
-          return l;
+          return sized(l);
         }
         if (t.s == "{") {
           ++p_;
@@ -436,7 +486,7 @@ class ExprParser {
             if (!is_op("}")) expect_op(",");
           }
           ++p_;
-          return d;
+          return sized(d);
         }
         break;
       case Tok::T::End:
@@ -448,6 +498,19 @@ class ExprParser {
   size_t p_ = 0;
 
  private:
+  // Sets the node's depth from its operands and refuses one that is too deep. Left-deep chains such as
+  // a + b + c or x.a.b.c are built by loops, not by recursion, so the parser's guard alone would miss them,
+  // and the renderer (and the tree's destructor) recurse once per level.
+  ExprPtr sized(ExprPtr e) {
+    int d = 0;
+    for (const auto& a : e->args)
+      if (a) d = std::max(d, a->depth);
+    for (const auto& [k, a] : e->kwargs) d = std::max(d, a->depth);
+    e->depth = d + 1;
+    if (e->depth > kMaxExprDepth)
+      fail(origin_, line_, "expression nested deeper than " + std::to_string(kMaxExprDepth) + " levels");
+    return e;
+  }
   ExprPtr make(Expr::Kind k) {
     auto e = std::make_shared<Expr>();
     e->kind = k;
@@ -458,11 +521,12 @@ class ExprParser {
     auto b = make(Expr::Kind::Binary);
     b->name = op;
     b->args = {std::move(l), std::move(r)};
-    return b;
+    return sized(b);
   }
   std::vector<Tok> t_;
   const std::string& origin_;
   int line_;
+  int depth_ = 0;
 };
 
 class Parser {
@@ -472,6 +536,7 @@ class Parser {
   // Parses nodes until one of the end keywords; returns the keyword met (empty at the end of the source).
   std::string block(std::vector<NodePtr>& out, std::initializer_list<const char*> ends,
                     ExprParser** stop_parser) {
+    DepthGuard guard(depth_, kMaxBlockDepth, origin_, i_ < c_.size() ? c_[i_].line : 0, "blocks");
     while (i_ < c_.size()) {
       const Chunk& ch = c_[i_++];
       if (ch.k == Chunk::K::Text) {
@@ -593,6 +658,7 @@ class Parser {
   size_t i_ = 0;
   const std::string& origin_;
   std::unique_ptr<ExprParser> held_;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -27,6 +27,50 @@ struct RenderError {
   throw RenderError{line, what};
 }
 
+// With the step and value budgets of jinja_value.h: a long conversation renders to some hundred kilobytes
+// with lists of a few thousand items at most.
+constexpr size_t kMaxOutputBytes = kMaxValueBytes;
+constexpr size_t kMaxItems = size_t(1) << 20;  // one list or dict, a range(), a loop
+// A loop iteration builds the loop object (ten entries): it costs about as much as ten plain steps.
+constexpr uint64_t kLoopIterationSteps = 10;
+
+std::string mib(size_t n) {
+  return std::to_string(n >> 20) + " MiB";
+}
+
+void check_string_size(uint64_t n) {
+  if (n > kMaxValueBytes)
+    throw Error("a string of " + std::to_string(n) + " bytes is over the value size budget of " +
+                mib(kMaxValueBytes));
+}
+
+void check_items(uint64_t n, const char* what) {
+  if (n > kMaxItems)
+    throw Error(std::string(what) + " of " + std::to_string(n) + " items is over the value size budget of " +
+                std::to_string(kMaxItems) + " items");
+}
+
+// Integers are 64-bit where Python's are unbounded. Overflow is an error rather than a silent switch to
+// float: a float would print and compare differently from what Jinja2 gives, so an error is the honest
+// result.
+[[noreturn]] void int_overflow(const std::string& op) {
+  throw Error("integer overflow in " + op + " (template integers are 64-bit)");
+}
+
+int64_t int_of(const Value& v) {
+  return v.type == Value::Type::Bool ? (v.b ? 1 : 0) : v.i;
+}
+
+int64_t int_pow(int64_t base, int64_t exp) {
+  int64_t result = 1;
+  while (exp > 0) {
+    if ((exp & 1) && __builtin_mul_overflow(result, base, &result)) int_overflow("**");
+    exp >>= 1;
+    if (exp > 0 && __builtin_mul_overflow(base, base, &base)) int_overflow("**");
+  }
+  return result;
+}
+
 bool is_space_char(uint32_t cp) {
   return unicode::is_whitespace(cp);
 }
@@ -127,6 +171,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   return out;
 }
 
+// b != 0, and not INT64_MIN // -1 (the callers check both).
 int64_t py_floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
@@ -134,6 +179,7 @@ int64_t py_floordiv(int64_t a, int64_t b) {
 }
 
 int64_t py_mod(int64_t a, int64_t b) {
+  if (b == -1) return 0;  // INT64_MIN % -1 traps in C++; the answer is 0 for every a
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
@@ -153,10 +199,17 @@ std::vector<int64_t> slice_indexes(int64_t n, const Value& start, const Value& s
   std::vector<int64_t> out;
   if (st > 0) {
     const int64_t b = norm(start, 0, true), e = norm(stop, n, false);
-    for (int64_t k = b; k < e; k += st) out.push_back(k);
+    // Stops before k += st could overflow (a step near INT64_MAX).
+    for (int64_t k = b; k < e; k += st) {
+      out.push_back(k);
+      if (e - k <= st) break;
+    }
   } else {
     const int64_t b = norm(start, n - 1, true), e = norm(stop, -1, false);
-    for (int64_t k = b; k > e; k += st) out.push_back(k);
+    for (int64_t k = b; k > e; k += st) {
+      out.push_back(k);
+      if (e - k >= st) break;
+    }
   }
   return out;
 }
@@ -169,6 +222,7 @@ class Renderer {
   }
 
   void run(const std::vector<NodePtr>& body) {
+    render_work() = 0;
     for (const auto& n : body) exec(*n);
   }
 
@@ -206,8 +260,19 @@ class Renderer {
           b = args[0].i, e = args[1].i;
         if (args.size() == 3) st = args[2].i;
         if (st == 0 || args.empty() || args.size() > 3) throw Error("range(): bad arguments");
+        // The length first, in unsigned (modular) arithmetic, so that neither a huge range nor k += st can
+        // overflow: the distance between two int64 values and |st| both fit in 64 unsigned bits.
+        const bool empty = st > 0 ? b >= e : b <= e;
+        const uint64_t span = st > 0 ? uint64_t(e) - uint64_t(b) : uint64_t(b) - uint64_t(e);
+        const uint64_t step = st > 0 ? uint64_t(st) : uint64_t(0) - uint64_t(st);
+        const uint64_t n = empty ? 0 : (span - 1) / step + 1;
+        if (n > kMaxItems)
+          throw Error("range() of " + std::to_string(n) + " items is over the value size budget of " +
+                      std::to_string(kMaxItems) + " items");
         List l;
-        for (int64_t k = b; st > 0 ? k < e : k > e; k += st) l.push_back(Value::integer(k));
+        l.reserve(static_cast<size_t>(n));
+        for (uint64_t k = 0; k < n; ++k)
+          l.push_back(Value::integer(static_cast<int64_t>(uint64_t(b) + k * uint64_t(st))));
         return Value::make_list(std::move(l));
       });
     }
@@ -222,9 +287,24 @@ class Renderer {
 
   void assign(const std::string& name, Value v) { scopes_.back()[name] = std::move(v); }
 
-  void emit(const std::string& s) { out_.text += s; }
+  void emit(const std::string& s) {
+    if (out_.text.size() + s.size() > kMaxOutputBytes)
+      fail(line_, "the output is over the output budget of " + mib(kMaxOutputBytes));
+    out_.text += s;
+  }
+
+  // Adds n steps of work and checks the step budget (value helpers add theirs through render_work()).
+  void charge(uint64_t n = 1) {
+    try {
+      add_work(n);
+    } catch (const Error& e) {
+      fail(line_, e.message());
+    }
+  }
 
   void exec(const Node& n) {
+    line_ = n.line;
+    charge();
     switch (n.kind) {
       case Node::Kind::Text:
         emit(n.text);
@@ -292,6 +372,7 @@ class Renderer {
     } else if (seq.type == Value::Type::None) {
       fail(n.line, "'NoneType' object is not iterable");
     }
+    charge(items.size());
     scopes_.emplace_back();
     auto bind = [&](const Value& item) {
       if (n.targets.size() == 1) {
@@ -312,6 +393,7 @@ class Renderer {
     }
     const auto len = static_cast<int64_t>(items.size());
     for (int64_t k = 0; k < len; ++k) {
+      charge(kLoopIterationSteps);
       bind(items[static_cast<size_t>(k)]);
       Value loop = Value::make_dict();
       loop.set("index", Value::integer(k + 1));
@@ -341,8 +423,16 @@ class Renderer {
   }
 
   Value eval(const Expr& e) {
+    line_ = e.line;
     try {
-      return eval_inner(e);
+      charge();
+      Value v = eval_inner(e);
+      line_ = e.line;
+      charge(v.s.size() / 64);
+      check_string_size(v.s.size());
+      if (v.type == Value::Type::List) check_items(v.list->size(), "a list");
+      if (v.type == Value::Type::Dict) check_items(v.dict->size(), "a dict");
+      return v;
     } catch (const Error& err) {
       fail(e.line, err.message());
     }
@@ -403,7 +493,11 @@ class Renderer {
       case Expr::Kind::Unary: {
         const Value v = eval(*e.args[0]);
         if (e.name == "not") return Value::boolean(!truthy(v));
-        if (v.type == Value::Type::Int) return Value::integer(e.name == "-" ? -v.i : v.i);
+        if (v.type == Value::Type::Int) {
+          if (e.name == "-" && v.i == INT64_MIN) int_overflow("unary -");
+          return Value::integer(e.name == "-" ? -v.i : v.i);
+        }
+        if (v.type == Value::Type::Bool) return Value::integer(e.name == "-" ? -int_of(v) : int_of(v));
         if (v.type == Value::Type::Float) return Value::number(e.name == "-" ? -v.f : v.f);
         fail(e.line, "bad operand type for unary " + e.name + ": '" + type_name(v) + "'");
       }
@@ -471,6 +565,7 @@ class Renderer {
         if (l.type != Value::Type::String) fail(e.line, "'in <string>' requires a string on the left");
         found = r.s.find(l.s) != std::string::npos;
       } else if (r.type == Value::Type::List) {
+        charge(r.list->size());
         found = std::any_of(r.list->begin(), r.list->end(), [&](const Value& x) { return equal(x, l); });
       } else if (r.type == Value::Type::Dict) {
         found = l.type == Value::Type::String && r.find(l.s) != nullptr;
@@ -479,10 +574,19 @@ class Renderer {
       }
       return Value::boolean(op == "in" ? found : !found);
     }
-    if (op == "~") return Value::string(to_str(l) + to_str(r));
+    if (op == "~") {
+      std::string a = to_str(l), b = to_str(r);
+      check_string_size(a.size() + b.size());
+      return Value::string(a + b);
+    }
     if (op == "+") {
-      if (l.type == Value::Type::String && r.type == Value::Type::String) return Value::string(l.s + r.s);
+      if (l.type == Value::Type::String && r.type == Value::Type::String) {
+        check_string_size(l.s.size() + r.s.size());
+        return Value::string(l.s + r.s);
+      }
       if (l.type == Value::Type::List && r.type == Value::Type::List) {
+        check_items(l.list->size() + r.list->size(), "a list");
+        charge(l.list->size() + r.list->size());
         List out = *l.list;
         out.insert(out.end(), r.list->begin(), r.list->end());
         return Value::make_list(std::move(out));
@@ -491,24 +595,68 @@ class Renderer {
     if (op == "*") {
       const Value* s = l.type == Value::Type::String ? &l : r.type == Value::Type::String ? &r : nullptr;
       const Value* n = s == &l ? &r : &l;
-      if (s && n->type == Value::Type::Int) {
+      if (s && (n->type == Value::Type::Int || n->type == Value::Type::Bool)) {
+        const int64_t times = int_of(*n);
+        if (times <= 0 || s->s.empty()) return Value::string("");
+        if (static_cast<uint64_t>(times) > kMaxValueBytes / s->s.size())
+          throw Error("a string repeated " + std::to_string(times) +
+                      " times is over the value size budget of " + mib(kMaxValueBytes));
         std::string out;
-        for (int64_t k = 0; k < n->i; ++k) out += s->s;
+        out.reserve(s->s.size() * static_cast<size_t>(times));
+        for (int64_t k = 0; k < times; ++k) out += s->s;
         return Value::string(std::move(out));
+      }
+      const Value* list = l.type == Value::Type::List ? &l : r.type == Value::Type::List ? &r : nullptr;
+      const Value* count = list == &l ? &r : &l;
+      if (list && (count->type == Value::Type::Int || count->type == Value::Type::Bool)) {
+        const int64_t times = int_of(*count);
+        if (times <= 0 || list->list->empty()) return Value::make_list();
+        if (static_cast<uint64_t>(times) > kMaxItems / list->list->size())
+          throw Error("a list repeated " + std::to_string(times) +
+                      " times is over the value size budget of " + std::to_string(kMaxItems) + " items");
+        charge(list->list->size() * static_cast<size_t>(times));
+        List out;
+        for (int64_t k = 0; k < times; ++k) out.insert(out.end(), list->list->begin(), list->list->end());
+        return Value::make_list(std::move(out));
       }
     }
     if (!is_number(l) || !is_number(r))
       fail(e.line,
            "unsupported operand types for " + op + ": '" + type_name(l) + "' and '" + type_name(r) + "'");
     const bool ints = l.type != Value::Type::Float && r.type != Value::Type::Float;
-    const auto li = static_cast<int64_t>(as_double(l)), ri = static_cast<int64_t>(as_double(r));
+    const int64_t li = int_of(l), ri = int_of(r);
     const double lf = as_double(l), rf = as_double(r);
-    if (op == "+") return ints ? Value::integer(li + ri) : Value::number(lf + rf);
-    if (op == "-") return ints ? Value::integer(li - ri) : Value::number(lf - rf);
-    if (op == "*") return ints ? Value::integer(li * ri) : Value::number(lf * rf);
-    if ((op == "/" || op == "//" || op == "%") && rf == 0) fail(e.line, "division by zero");
+    int64_t res = 0;
+    if (op == "+") {
+      if (!ints) return Value::number(lf + rf);
+      if (__builtin_add_overflow(li, ri, &res)) int_overflow("+");
+      return Value::integer(res);
+    }
+    if (op == "-") {
+      if (!ints) return Value::number(lf - rf);
+      if (__builtin_sub_overflow(li, ri, &res)) int_overflow("-");
+      return Value::integer(res);
+    }
+    if (op == "*") {
+      if (!ints) return Value::number(lf * rf);
+      if (__builtin_mul_overflow(li, ri, &res)) int_overflow("*");
+      return Value::integer(res);
+    }
+    if (op == "**") {
+      if (ints && ri >= 0) return Value::integer(int_pow(li, ri));
+      if (lf == 0 && rf < 0) fail(e.line, "zero cannot be raised to a negative power (ZeroDivisionError)");
+      return Value::number(std::pow(lf, rf));
+    }
+    if ((op == "/" || op == "//" || op == "%") && (ints ? ri == 0 : rf == 0))
+      fail(e.line,
+           std::string(ints && op != "/" ? "integer division or modulo by zero" : "division by zero") +
+               " (ZeroDivisionError)");
     if (op == "/") return Value::number(lf / rf);
-    if (op == "//") return ints ? Value::integer(py_floordiv(li, ri)) : Value::number(std::floor(lf / rf));
+    if (op == "//") {
+      if (!ints) return Value::number(std::floor(lf / rf));
+      if (li == INT64_MIN && ri == -1) int_overflow("//");
+      return Value::integer(py_floordiv(li, ri));
+    }
     if (op == "%")
       return ints ? Value::integer(py_mod(li, ri)) : Value::number(lf - std::floor(lf / rf) * rf);
     fail(e.line, "unknown operator " + op);
@@ -549,9 +697,10 @@ class Renderer {
     return (*f.fn)(args, kwargs);
   }
 
-  static Value method(const Value& obj, const std::string& name, std::vector<Value>& args, Kwargs& kwargs,
-                      int line) {
+  Value method(const Value& obj, const std::string& name, std::vector<Value>& args, Kwargs& kwargs,
+               int line) {
     const Value* a0 = arg(args, kwargs, 0, "");
+    charge(obj.s.size() / 64 + (obj.list ? obj.list->size() : 0) + (obj.dict ? obj.dict->size() : 0));
     if (obj.type == Value::Type::String) {
       const std::string& s = obj.s;
       if (name == "strip") return Value::string(strip_chars(s, true, true, a0));
@@ -588,6 +737,8 @@ class Renderer {
         const Value* count = arg(args, kwargs, 2, "count");
         if (args.size() < 2 || args[0].type != Value::Type::String || args[1].type != Value::Type::String)
           fail(line, "replace() takes two strings");
+        if (!args[0].s.empty() && args[1].s.size() > args[0].s.size())
+          check_string_size(s.size() / args[0].s.size() * args[1].s.size() + s.size());
         return Value::string(
             replace_all(s, args[0].s, args[1].s, count && count->type == Value::Type::Int ? count->i : -1));
       }
@@ -607,7 +758,11 @@ class Renderer {
       if (name == "join") {
         if (!a0 || a0->type != Value::Type::List) fail(line, "join() takes a list");
         std::string out;
-        for (size_t k = 0; k < a0->list->size(); ++k) out += (k ? s : "") + to_str((*a0->list)[k]);
+        for (size_t k = 0; k < a0->list->size(); ++k) {
+          out += (k ? s : "") + to_str((*a0->list)[k]);
+          check_string_size(out.size());
+          charge(1 + s.size() / 64);
+        }
         return Value::string(std::move(out));
       }
       if (name == "isspace" || name == "isdigit" || name == "isalpha") {
@@ -721,9 +876,12 @@ class Renderer {
       const Value* attr = arg(args, kwargs, 1, "attribute");
       std::string out;
       const List items = as_list(v, line);
+      const std::string sep_s = sep ? to_str(*sep) : std::string();
       for (size_t k = 0; k < items.size(); ++k) {
-        if (k && sep) out += to_str(*sep);
+        if (k) out += sep_s;
         out += to_str(attr ? get_attr(items[k], to_str(*attr), line) : items[k]);
+        check_string_size(out.size());
+        charge(1 + sep_s.size() / 64);
       }
       return Value::string(std::move(out));
     }
@@ -746,7 +904,12 @@ class Renderer {
     }
     if (f == "int") {
       if (v.type == Value::Type::Int) return v;
-      if (v.type == Value::Type::Float) return Value::integer(static_cast<int64_t>(v.f));
+      if (v.type == Value::Type::Float) {
+        // 2^63 is exact as a double; casting anything outside [-2^63, 2^63) or NaN would be undefined.
+        if (!(v.f >= -9223372036854775808.0 && v.f < 9223372036854775808.0))
+          fail(line, "cannot convert float " + python_float(v.f, false) + " to a 64-bit integer");
+        return Value::integer(static_cast<int64_t>(v.f));
+      }
       if (v.type == Value::Type::Bool) return Value::integer(v.b);
       if (v.type == Value::Type::String) {
         try {
@@ -758,20 +921,28 @@ class Renderer {
     }
     if (f == "float") return is_number(v) ? Value::number(as_double(v)) : Value::number(0);
     if (f == "abs") {
-      if (v.type == Value::Type::Int) return Value::integer(v.i < 0 ? -v.i : v.i);
+      if (v.type == Value::Type::Int) {
+        if (v.i == INT64_MIN) int_overflow("abs");
+        return Value::integer(v.i < 0 ? -v.i : v.i);
+      }
       return Value::number(std::fabs(as_double(v)));
     }
     if (f == "replace") {
       if (args.size() < 2) fail(line, "replace needs two arguments");
+      const std::string from = to_str(args[0]), to = to_str(args[1]), subject = to_str(v);
+      if (!from.empty() && to.size() > from.size())
+        check_string_size(subject.size() / from.size() * to.size() + subject.size());
       return Value::string(replace_all(to_str(v), to_str(args[0]), to_str(args[1]),
                                        args.size() > 2 && args[2].type == Value::Type::Int ? args[2].i : -1));
     }
     if (f == "items") return method(v, "items", args, kwargs, line);
     if (f == "unique") {
       List out;
-      for (const auto& x : as_list(v, line))
+      for (const auto& x : as_list(v, line)) {
+        charge(out.size());
         if (std::none_of(out.begin(), out.end(), [&](const Value& y) { return equal(x, y); }))
           out.push_back(x);
+      }
       return Value::make_list(std::move(out));
     }
     if (f == "selectattr" || f == "rejectattr" || f == "select" || f == "reject") {
@@ -779,6 +950,7 @@ class Renderer {
       const bool keep_true = f == "selectattr" || f == "select";
       List out;
       for (const auto& x : as_list(v, line)) {
+        charge();
         const Value subject = by_attr ? (args.empty() ? Value() : get_attr(x, to_str(args[0]), line)) : x;
         const size_t test_at = by_attr ? 1 : 0;
         bool r;
@@ -796,6 +968,7 @@ class Renderer {
       const Value* attr = arg(args, kwargs, 99, "attribute");
       List out;
       for (const auto& x : as_list(v, line)) {
+        charge();
         if (attr) {
           out.push_back(get_attr(x, to_str(*attr), line));
         } else {
@@ -822,13 +995,18 @@ class Renderer {
     if (f == "indent") {
       const Value* width = arg(args, kwargs, 0, "width");
       const Value* first = arg(args, kwargs, 1, "first");
-      const std::string pad(width && width->type == Value::Type::Int ? static_cast<size_t>(width->i) : 4,
-                            ' ');
+      const int64_t w = width && width->type == Value::Type::Int ? width->i : 4;
+      check_string_size(w < 0 ? 0 : static_cast<uint64_t>(w));
+      const std::string pad(w < 0 ? 0 : static_cast<size_t>(w), ' ');
       const std::string s = to_str(v);
       std::string out;
       bool at_line_start = first && truthy(*first);
       for (size_t k = 0; k < s.size(); ++k) {
-        if (at_line_start && s[k] != '\n') out += pad;
+        if (at_line_start && s[k] != '\n') {
+          out += pad;
+          check_string_size(out.size());
+          charge(1 + pad.size() / 64);
+        }
         at_line_start = false;
         out += s[k];
         if (s[k] == '\n') at_line_start = true;
@@ -895,6 +1073,7 @@ class Renderer {
 
   Template::Output& out_;
   std::vector<Scope> scopes_;
+  int line_ = 0;  // of the statement or expression being run, for the budget errors
 };
 
 }  // namespace

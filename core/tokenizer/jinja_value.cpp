@@ -12,6 +12,30 @@
 
 namespace forja::jinja {
 
+Value::~Value() {
+  if (!(list && list.use_count() == 1) && !(dict && dict.use_count() == 1)) return;
+  // Containers only this value holds: their items' containers move to the work lists before the container
+  // itself goes, so that each destructor frees one level only.
+  std::vector<std::shared_ptr<List>> lists;
+  std::vector<std::shared_ptr<Dict>> dicts;
+  auto take = [&](Value& v) {
+    if (v.list && v.list.use_count() == 1) lists.push_back(std::move(v.list));
+    if (v.dict && v.dict.use_count() == 1) dicts.push_back(std::move(v.dict));
+  };
+  take(*this);
+  while (!lists.empty() || !dicts.empty()) {
+    if (!lists.empty()) {
+      std::shared_ptr<List> l = std::move(lists.back());
+      lists.pop_back();
+      for (Value& item : *l) take(item);
+    } else {
+      std::shared_ptr<Dict> d = std::move(dicts.back());
+      dicts.pop_back();
+      for (auto& [k, item] : *d) take(item);
+    }
+  }
+}
+
 const Value* Value::find(const std::string& key) const {
   if (type != Type::Dict) return nullptr;
   for (const auto& [k, v] : *dict)
@@ -28,9 +52,33 @@ void Value::set(const std::string& key, Value v) {
   dict->emplace_back(key, std::move(v));
 }
 
+uint64_t& render_work() {
+  thread_local uint64_t work = 0;
+  return work;
+}
+
+void add_work(uint64_t n) {
+  uint64_t& work = render_work();
+  work += n;
+  if (work > kMaxRenderSteps)
+    throw Error("the template is over the step budget of " + std::to_string(kMaxRenderSteps) +
+                " steps (a loop that runs too long, or work on values too large)");
+}
+
 namespace {
 
-Value from_json(const nlohmann::json& j) {
+// Containers nest only as deep as this: printing, comparing and converting them recurse once per level, and
+// a namespace that holds itself would otherwise recurse forever.
+constexpr int kMaxValueDepth = 256;
+
+void check_depth(int depth) {
+  if (depth > kMaxValueDepth)
+    throw Error("a value nested deeper than " + std::to_string(kMaxValueDepth) +
+                " levels (or one that contains itself)");
+}
+
+Value from_json(const nlohmann::json& j, int depth = 0) {
+  check_depth(depth);
   switch (j.type()) {
     case nlohmann::json::value_t::null:
       return Value::none();
@@ -45,12 +93,13 @@ Value from_json(const nlohmann::json& j) {
       return Value::string(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       List l;
-      for (const auto& e : j) l.push_back(from_json(e));
+      for (const auto& e : j) l.push_back(from_json(e, depth + 1));
       return Value::make_list(std::move(l));
     }
     case nlohmann::json::value_t::object: {
       Dict d;
-      for (auto it = j.begin(); it != j.end(); ++it) d.emplace_back(it.key(), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        d.emplace_back(it.key(), from_json(it.value(), depth + 1));
       return Value::make_dict(std::move(d));
     }
     default:
@@ -98,6 +147,11 @@ void json_string(std::string& out, const std::string& s) {
 }
 
 void to_json_impl(std::string& out, const Value& v, int indent, int depth) {
+  check_depth(depth);
+  add_work(1 + v.s.size() / 64);
+  if (out.size() > kMaxValueBytes)
+    throw Error("a value printed to more than the value size budget of " +
+                std::to_string(kMaxValueBytes >> 20) + " MiB");
   auto newline = [&](int d) {
     if (indent < 0) return;
     out += '\n';
@@ -185,7 +239,12 @@ void python_repr_string(std::string& out, const std::string& s) {
   out += q;
 }
 
-void repr_impl(std::string& out, const Value& v) {
+void repr_impl(std::string& out, const Value& v, int depth = 0) {
+  check_depth(depth);
+  add_work(1 + v.s.size() / 64);
+  if (out.size() > kMaxValueBytes)
+    throw Error("a value printed to more than the value size budget of " +
+                std::to_string(kMaxValueBytes >> 20) + " MiB");
   switch (v.type) {
     case Value::Type::String:
       python_repr_string(out, v.s);
@@ -194,7 +253,7 @@ void repr_impl(std::string& out, const Value& v) {
       out += '[';
       for (size_t k = 0; k < v.list->size(); ++k) {
         if (k) out += ", ";
-        repr_impl(out, (*v.list)[k]);
+        repr_impl(out, (*v.list)[k], depth + 1);
       }
       out += ']';
       break;
@@ -204,7 +263,7 @@ void repr_impl(std::string& out, const Value& v) {
         if (k) out += ", ";
         python_repr_string(out, (*v.dict)[k].first);
         out += ": ";
-        repr_impl(out, (*v.dict)[k].second);
+        repr_impl(out, (*v.dict)[k].second, depth + 1);
       }
       out += '}';
       break;
@@ -324,7 +383,11 @@ double as_double(const Value& v) {
                                        : static_cast<double>(v.i);
 }
 
-bool equal(const Value& a, const Value& b) {
+namespace {
+
+bool equal_at(const Value& a, const Value& b, int depth) {
+  check_depth(depth);
+  add_work(1 + std::min(a.s.size(), b.s.size()) / 64);
   if (is_number(a) && is_number(b)) {
     if (a.type == Value::Type::Float || b.type == Value::Type::Float) return as_double(a) == as_double(b);
     const int64_t x = a.type == Value::Type::Bool ? a.b : a.i, y = b.type == Value::Type::Bool ? b.b : b.i;
@@ -340,13 +403,13 @@ bool equal(const Value& a, const Value& b) {
     case Value::Type::List:
       if (a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
-        if (!equal((*a.list)[k], (*b.list)[k])) return false;
+        if (!equal_at((*a.list)[k], (*b.list)[k], depth + 1)) return false;
       return true;
     case Value::Type::Dict:
       if (a.dict->size() != b.dict->size()) return false;
       for (const auto& [k, v] : *a.dict) {
         const Value* o = b.find(k);
-        if (!o || !equal(v, *o)) return false;
+        if (!o || !equal_at(v, *o, depth + 1)) return false;
       }
       return true;
     case Value::Type::Function:
@@ -356,7 +419,9 @@ bool equal(const Value& a, const Value& b) {
   }
 }
 
-int compare(const Value& a, const Value& b) {
+int compare_at(const Value& a, const Value& b, int depth) {
+  check_depth(depth);
+  add_work(1 + std::min(a.s.size(), b.s.size()) / 64);
   if (is_number(a) && is_number(b)) {
     const double x = as_double(a), y = as_double(b);
     return x < y ? -1 : x > y ? 1 : 0;
@@ -365,10 +430,20 @@ int compare(const Value& a, const Value& b) {
     return a.s < b.s ? -1 : a.s > b.s ? 1 : 0;
   if (a.type == Value::Type::List && b.type == Value::Type::List) {
     for (size_t k = 0; k < a.list->size() && k < b.list->size(); ++k)
-      if (int c = compare((*a.list)[k], (*b.list)[k])) return c;
+      if (int c = compare_at((*a.list)[k], (*b.list)[k], depth + 1)) return c;
     return a.list->size() < b.list->size() ? -1 : a.list->size() > b.list->size() ? 1 : 0;
   }
   throw Error("'<' is not supported between " + type_name(a) + " and " + type_name(b));
+}
+
+}  // namespace
+
+bool equal(const Value& a, const Value& b) {
+  return equal_at(a, b, 0);
+}
+
+int compare(const Value& a, const Value& b) {
+  return compare_at(a, b, 0);
 }
 
 std::string type_name(const Value& v) {
@@ -396,6 +471,7 @@ std::string type_name(const Value& v) {
 }
 
 std::vector<size_t> char_offsets(const std::string& s) {
+  add_work(1 + s.size() / 64);
   std::vector<size_t> at;
   for (size_t i = 0; i < s.size();) {
     at.push_back(i);

@@ -7,6 +7,7 @@
 
 #include "added_vocab.h"
 #include "forja/error.h"
+#include "forja/file_util.h"
 #include "pipeline.h"
 #include "sp_processor.h"
 #include "tokenizer_impl.h"
@@ -104,11 +105,7 @@ std::string token_content(const json& v) {
 class SentencePieceTokenizer final : public Tokenizer::Impl {
  public:
   SentencePieceTokenizer(const std::string& path, const json& config) : path_(path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw_file_error(path, "cannot be opened");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const auto status = sp_.LoadFromSerializedProto(without_dummy_prefix(ss.str(), path));
+    const auto status = sp_.LoadFromSerializedProto(without_dummy_prefix(read_text_file(path), path));
     if (!status.ok()) throw_file_error(path, "is not a SentencePiece model: " + status.ToString());
 
     legacy_ = config.is_object() && config.contains("legacy") && config["legacy"].is_boolean()

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "forja/error.h"
+#include "forja/file_util.h"
 #include "tokenizer_impl.h"
 #include "utf8.h"
 
@@ -20,12 +21,9 @@ using json = nlohmann::json;
 namespace {
 
 json read_json(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_file_error(path.string(), "cannot be opened");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_text_file(path);
   try {
-    return json::parse(ss.str());
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw_file_error(path.string(), std::string("is not valid JSON: ") + e.what());
   }
@@ -61,23 +59,33 @@ void fill_info(TokenizerInfo& info, const Tokenizer::Impl& impl, const json& con
   info.unk_id = id_of(info.unk_token);
   info.pad_id = id_of(info.pad_token);
   if (config.is_object() && config.contains("chat_template")) {
+    const std::string cfg_path = (dir / "tokenizer_config.json").string();
     const json& t = config["chat_template"];
     if (t.is_string()) {
       info.chat_template = t.get<std::string>();
     } else if (t.is_array()) {
-      for (const auto& entry : t)
-        if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template"))
+      for (size_t k = 0; k < t.size(); ++k) {
+        const json& entry = t[k];
+        const std::string where = "chat_template[" + std::to_string(k) + "]";
+        if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() ||
+            !entry.contains("template") || !entry["template"].is_string())
+          throw_file_error(cfg_path, where + " is not an object with string \"name\" and \"template\"",
+                           "write chat_template as a string or as [{\"name\": \"default\", \"template\": "
+                           "\"...\"}]");
+        if (entry["name"].get<std::string>() == "default")
           info.chat_template = entry["template"].get<std::string>();
+      }
       if (!info.chat_template)
-        throw_file_error((dir / "tokenizer_config.json").string(),
-                         "chat_template is a list without an entry named \"default\"");
+        throw_file_error(cfg_path, "chat_template is a list without an entry named \"default\"");
+    } else if (!t.is_null()) {
+      throw_file_error(cfg_path,
+                       "chat_template is a " + std::string(t.type_name()) + ", not a string or a list",
+                       "write chat_template as a string or as [{\"name\": \"default\", \"template\": "
+                       "\"...\"}]");
     }
   }
   if (!info.chat_template && fs::exists(dir / "chat_template.jinja")) {
-    std::ifstream in(dir / "chat_template.jinja", std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    info.chat_template = ss.str();
+    info.chat_template = read_text_file(dir / "chat_template.jinja");
   }
   if (config.is_object() && config.contains("clean_up_tokenization_spaces") &&
       config["clean_up_tokenization_spaces"].is_boolean())
@@ -85,6 +93,27 @@ void fill_info(TokenizerInfo& info, const Tokenizer::Impl& impl, const json& con
 }
 
 }  // namespace
+
+std::string printable_bytes(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size();) {
+    size_t len = 0;
+    const uint32_t cp = utf8::decode(bytes, i, len);
+    if (cp == 0xFFFD && len == 1) {
+      static const char* hex = "0123456789ABCDEF";
+      const auto b = static_cast<unsigned char>(bytes[i]);
+      out += "<0x";
+      out += hex[b >> 4];
+      out += hex[b & 0xF];
+      out += '>';
+    } else {
+      out.append(bytes, i, len);
+    }
+    i += len;
+  }
+  return out;
+}
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;

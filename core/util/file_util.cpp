@@ -1,8 +1,10 @@
 #include "forja/file_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -16,13 +18,51 @@
 namespace forja {
 namespace fs = std::filesystem;
 
-std::string read_text_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_file_error(path.string(), std::string("cannot open: ") + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw_file_error(path.string(), "read failed");
-  return ss.str();
+std::string read_text_file(const fs::path& path, uint64_t max_bytes) {
+  // O_NONBLOCK so that a FIFO cannot block the open; the regular-file check below then refuses it (and
+  // /dev/zero, which would never end).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw_file_error(path.string(), std::string("cannot open: ") + std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw_file_error(path.string(), std::string("cannot stat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw_file_error(path.string(), "not a regular file");
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes)
+    throw_file_error(path.string(), "is too large to read whole (" + std::to_string(size) +
+                                        " bytes; the limit is " + std::to_string(max_bytes) + ")");
+  std::string out;
+  out.resize(static_cast<size_t>(size));
+  size_t got = 0;
+  // The file may change under us: read until EOF, but never past the limit.
+  for (;;) {
+    if (got == out.size()) {
+      if (out.size() >= max_bytes) {
+        char probe = 0;
+        ssize_t n = ::read(fd, &probe, 1);
+        while (n < 0 && errno == EINTR) n = ::read(fd, &probe, 1);
+        if (n > 0)
+          throw_file_error(path.string(),
+                           "grew past the limit of " + std::to_string(max_bytes) + " bytes while being read");
+        break;
+      }
+      out.resize(
+          static_cast<size_t>(std::min<uint64_t>(max_bytes, std::max<uint64_t>(4096, out.size() * 2))));
+    }
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_file_error(path.string(), std::string("read failed: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
 }
 
 void fsync_directory(const fs::path& dir) {

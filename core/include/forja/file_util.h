@@ -9,8 +9,13 @@
 
 namespace forja {
 
-// Reads a whole file; throws forja::Error naming the path when it cannot.
-std::string read_text_file(const std::filesystem::path& path);
+// Whole-file reads are parsed in memory (JSON, configs, datasets), which takes a few times the file's size:
+// past 1 GiB that is better refused with a clear message than left to exhaust the machine's memory.
+inline constexpr uint64_t kReadTextFileDefaultLimit = uint64_t(1) << 30;
+
+// Reads a whole regular file of at most max_bytes; throws forja::Error naming the path when it cannot, when
+// the path is not a regular file (a FIFO, /dev/zero) or when it is larger than max_bytes.
+std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes = kReadTextFileDefaultLimit);
 
 // Writes `data` to a temporary file beside `path`, fsyncs it, renames it over `path` and fsyncs the folder:
 // a reader sees the old file or the new one, never half of either.

@@ -76,6 +76,11 @@ class Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
+// bytes as printable UTF-8: each byte that is not part of a whole, valid UTF-8 character becomes <0xNN> (as
+// SentencePiece writes byte pieces), so that a piece or a span that cuts a character can be printed or put in
+// JSON.
+std::string printable_bytes(std::string_view bytes);
+
 // Turns a stream of ids into text pieces that are always whole UTF-8 characters, and whose concatenation
 // equals decode() of all ids seen so far (prefix-window decoding, so SentencePiece's leading-space rule holds
 // too).

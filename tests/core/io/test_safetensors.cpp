@@ -1,5 +1,7 @@
 // safetensors reader/writer and the sharded checkpoint: round trips, the fixtures transformers saved, and
 // every kind of broken file giving an error that names the file and the problem.
+#include <sys/stat.h>
+
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -141,6 +143,15 @@ class TestSafetensors : public QObject {
                       {{"x", DType::F32, {2}, {reinterpret_cast<uint8_t*>(a.data()), 8}}});
     write_bytes(d / "model.safetensors.index.json", R"({"weight_map":{"z":"s1.safetensors"}})");
     expect_error([&] { Checkpoint::open(d); }, {"'z'", "s1.safetensors", "not there"});
+  }
+
+  // Without O_NONBLOCK the open blocks forever on the FIFO and the suite times out.
+  void fifoIsNotARegularFile() {
+    QTemporaryDir dir;
+    const fs::path p = fs::path(dir.path().toStdString()) / "model.safetensors";
+    QCOMPARE(::mkfifo(p.c_str(), 0600), 0);
+    expect_error([&] { SafetensorsFile::open(p); }, {"model.safetensors", "not a regular file"});
+    expect_error([&] { SafetensorsFile::open("/dev/zero"); }, {"/dev/zero", "not a regular file"});
   }
 
   void noWeights() {

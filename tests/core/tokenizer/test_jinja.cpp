@@ -173,6 +173,123 @@ class TestJinja : public QObject {
     QVERIFY_THROWS_EXCEPTION(forja::Error, dropping.render(conv));
   }
 
+  // Each of these overflowed the stack of the parser or the renderer.
+  void deep_nesting_is_an_error() {
+    const int n = 10000;
+    auto repeat = [](const std::string& s, int k) {
+      std::string out;
+      for (int i = 0; i < k; ++i) out += s;
+      return out;
+    };
+    QVERIFY(error_of("{{ " + repeat("(", n) + "1" + repeat(")", n) + " }}").find("nested deeper than") !=
+            std::string::npos);
+    QVERIFY(error_of("{{ " + repeat("[", n) + repeat("]", n) + " }}").find("nested deeper than") !=
+            std::string::npos);
+    QVERIFY(error_of("{{ " + repeat("- ", n) + "1 }}").find("nested deeper than") != std::string::npos);
+    QVERIFY(error_of("{{ " + repeat("not ", n) + "1 }}").find("nested deeper than") != std::string::npos);
+    QVERIFY(error_of("{{ 1" + repeat(" + 1", n) + " }}").find("nested deeper than") != std::string::npos);
+    QVERIFY(error_of("{{ x" + repeat(".a", n) + " }}").find("nested deeper than") != std::string::npos);
+    QVERIFY(error_of("{{ x" + repeat("|first", n) + " }}").find("nested deeper than") != std::string::npos);
+    const std::string blocks = error_of(repeat("{% if true %}", n) + "x" + repeat("{% endif %}", n));
+    QVERIFY2(blocks.find("blocks nested deeper than") != std::string::npos, blocks.c_str());
+    QVERIFY(
+        error_of(repeat("{% for x in [1] %}", n) + repeat("{% endfor %}", n)).find("nested deeper than") !=
+        std::string::npos);
+    // What real templates do stays well inside the limits.
+    QCOMPARE(render("{{ " + repeat("(", 50) + "1" + repeat(")", 50) + " }}"), std::string("1"));
+    QCOMPARE(render(repeat("{% if true %}", 50) + "x" + repeat("{% endif %}", 50)), std::string("x"));
+  }
+
+  void deep_or_cyclic_values_are_an_error() {
+    const std::string deep =
+        "{% set ns = namespace(x=[]) %}{% for i in range(10000) %}{% set ns.x = [ns.x] %}{% endfor %}";
+    QVERIFY(error_of(deep + "{{ ns.x }}").find("nested deeper than") != std::string::npos);
+    QVERIFY(error_of(deep + "{{ ns.x|tojson }}").find("nested deeper than") != std::string::npos);
+    QVERIFY(error_of(deep + "{{ ns.x == ns.x }}").find("nested deeper than") != std::string::npos);
+    // Building and freeing a chain far deeper than the stack is fine as long as nothing prints it.
+    QCOMPARE(render("{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}"
+                    "{% endfor %}{{ ns.x|length }}"),
+             std::string("1"));
+    QCOMPARE(
+        render(
+            "{% set ns = namespace(head=namespace(), tail=none) %}{% set ns.tail = ns.head %}"
+            "{% for i in range(200000) %}{% set t = ns.tail %}{% set n = namespace() %}{% set t.next = n %}"
+            "{% set ns.tail = n %}{% endfor %}ok"),
+        std::string("ok"));
+    const std::string cycle = "{% set ns = namespace() %}{% set ns.me = ns %}";
+    QVERIFY(error_of(cycle + "{{ ns }}").find("contains itself") != std::string::npos);
+    QVERIFY(error_of(cycle + "{{ ns|tojson }}").find("contains itself") != std::string::npos);
+    std::string json(10000, '[');
+    json += std::string(10000, ']');
+    try {
+      forja::jinja::from_json_text(json);
+      QFAIL("expected an error");
+    } catch (const forja::Error& e) {
+      QVERIFY(e.message().find("nested deeper than") != std::string::npos);
+    }
+  }
+
+  // These raised SIGFPE or were undefined behaviour; Python raises ZeroDivisionError or gives a big int.
+  void integer_arithmetic_is_checked() {
+    auto has = [](const std::string& err, const char* part) {
+      return err.find(part) != std::string::npos && err.find("test:1") != std::string::npos;
+    };
+    QVERIFY(has(error_of("{{ (-9223372036854775807 - 1) // -1 }}"), "integer overflow in //"));
+    QCOMPARE(render("{{ (-9223372036854775807 - 1) % -1 }}"), std::string("0"));
+    QCOMPARE(render("{{ 7 % -1 }}|{{ -7 // 2 }}|{{ -7 % 3 }}"), std::string("0|-4|2"));
+    QVERIFY(has(error_of("{{ 5 // 0 }}"), "ZeroDivisionError"));
+    QVERIFY(has(error_of("{{ 5 % 0 }}"), "ZeroDivisionError"));
+    QVERIFY(has(error_of("{{ 5 / 0 }}"), "ZeroDivisionError"));
+    QVERIFY(has(error_of("{{ 5.0 // 0.0 }}"), "ZeroDivisionError"));
+    QVERIFY(has(error_of("{{ 9223372036854775807 + 1 }}"), "integer overflow in +"));
+    QVERIFY(has(error_of("{{ -9223372036854775807 - 2 }}"), "integer overflow in -"));
+    QVERIFY(has(error_of("{{ 3037000500 * 3037000500 }}"), "integer overflow in *"));
+    QVERIFY(has(error_of("{{ -(-9223372036854775807 - 1) }}"), "integer overflow"));
+    QVERIFY(has(error_of("{{ (-9223372036854775807 - 1)|abs }}"), "integer overflow"));
+    QVERIFY(has(error_of("{{ 2 ** 63 }}"), "integer overflow in **"));
+    QCOMPARE(render("{{ 2 ** 62 }}|{{ 2 ** -1 }}|{{ -2 ** 2 }}|{{ 2 ** 3 ** 2 }}|{{ 3 * 2 ** 2 }}"),
+             std::string("4611686018427387904|0.5|4|64|12"));
+    QCOMPARE(render("{{ 9007199254740993 + 0 }}"), std::string("9007199254740993"));  // exact, not via double
+    QCOMPARE(render("{{ True + 1 }}|{{ 1_000 }}"), std::string("2|1000"));
+    QVERIFY(error_of("{{ 99999999999999999999 }}").find("does not fit in 64 bits") != std::string::npos);
+    QVERIFY(has(error_of("{{ (10.0 ** 30)|int }}"), "to a 64-bit integer"));
+    QCOMPARE(render("{{ range(9223372036854775800, 9223372036854775807, 4)|list }}"),
+             std::string("[9223372036854775800, 9223372036854775804]"));
+    QCOMPARE(render("{{ [1, 2, 3][2::9223372036854775807] }}|{{ [1, 2, 3][0::-9223372036854775807] }}"),
+             std::string("[3]|[1]"));
+    QCOMPARE(render("{{ [1, 2, 3, 4, 5][::2] }}|{{ [1, 2, 3, 4, 5][::-2] }}|{{ 'abcde'[3:0:-1] }}"),
+             std::string("[1, 3, 5]|[5, 3, 1]|dcb"));
+    QCOMPARE(render("{{ range(5, -9223372036854775807 - 1, -9223372036854775807 - 1)|list }}"),
+             std::string("[5, -9223372036854775803]"));
+  }
+
+  // Each of these ran for hours or until memory ran out.
+  void budgets_end_runaway_templates() {
+    const std::string steps =
+        error_of("{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}{% endfor %}{% endfor %}");
+    QVERIFY2(steps.find("step budget") != std::string::npos, steps.c_str());
+    const std::string doubling = error_of(
+        "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"
+        "{{ ns.s|length }}");
+    QVERIFY2(doubling.find("value size budget") != std::string::npos, doubling.c_str());
+    QVERIFY(error_of("{{ 'x' * 100000000000 }}").find("value size budget") != std::string::npos);
+    QVERIFY(error_of("{{ ('x' * 10000000) ~ ('x' * 10000000) }}").find("value size budget") !=
+            std::string::npos);
+    QVERIFY(error_of("{{ [1] * 100000000000 }}").find("value size budget") != std::string::npos);
+    QVERIFY(error_of("{{ range(100000000000)|length }}").find("range() of 100000000000 items") !=
+            std::string::npos);
+    QVERIFY(error_of("{{ 'a\nb'|indent(100000000000) }}").find("value size budget") != std::string::npos);
+    QVERIFY(error_of("{{ ('x' * 1000000).replace('x', 'yyyyyyyyyyyyyyyyyyyyyyyyy') }}")
+                .find("value size budget") != std::string::npos);
+    const std::string output = error_of("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}");
+    QVERIFY2(output.find("output budget") != std::string::npos, output.c_str());
+    const std::string quadratic = error_of("{{ range(1000000)|unique|length }}");
+    QVERIFY2(quadratic.find("step budget") != std::string::npos, quadratic.c_str());
+    // Within the budgets, repetition works as in Python.
+    QCOMPARE(render("{{ 'ab' * 3 }}|{{ 3 * 'ab' }}|{{ 'ab' * -1 }}|{{ [1, 2] * 2 }}|{{ [1] * 0 }}"),
+             std::string("ababab|ababab||[1, 2, 1, 2]|[]"));
+  }
+
   void builtin_templates() {
     const auto names = forja::ChatTemplate::builtin_names();
     for (const char* n : {"chatml", "gpt2", "llama2", "llama3", "mistral", "zephyr"})

@@ -1,0 +1,152 @@
+// Hostile inputs around the tokenizer: pieces and spans that cut a UTF-8 character (what `forja-cli tokenize`
+// prints), malformed chat_template entries in tokenizer_config.json, and tokenizer files that are not regular
+// files.
+#include <sys/stat.h>
+
+#include <QtTest>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "fixture_util.h"
+#include "forja/error.h"
+#include "forja/file_util.h"
+#include "forja/tokenizer.h"
+#include "qtest_util.h"
+#include "utf8.h"
+
+namespace fs = std::filesystem;
+using forja_test::expect_error;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+const char* kText = "Olá, você está bem? 日本";
+
+// A copy of a fixture tokenizer folder whose tokenizer_config.json can be replaced.
+fs::path copy_fixture(const fs::path& into, const std::string& name) {
+  const fs::path src = fs::path(forja::test::tokenizer_fixtures()) / name;
+  const fs::path dst = into / name;
+  fs::create_directories(dst);
+  for (const auto& e : fs::directory_iterator(src)) fs::copy_file(e.path(), dst / e.path().filename());
+  return dst;
+}
+
+void write_file(const fs::path& p, const std::string& s) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
+}
+
+}  // namespace
+
+class TestTokenizerInputs : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void printable_bytes_marks_partial_characters() {
+    QCOMPARE(forja::printable_bytes("a\xE6\x97"), std::string("a<0xE6><0x97>"));
+    QCOMPARE(forja::printable_bytes("日本"), std::string("日本"));
+    QCOMPARE(forja::printable_bytes(std::string("\xFF\0", 2)), std::string("<0xFF>") + '\0');
+  }
+
+  // What `forja-cli tokenize` prints for each token (piece and span, plain and --json) must be valid JSON
+  // text for every fixture; byte-level BPE cuts 日 and 本 into partial-byte spans.
+  void tokenize_output_is_valid_utf8() {
+    const std::string root = forja::test::tokenizer_fixtures();
+    bool saw_partial = false;
+    for (const char* name : {"gpt2_bpe", "llama3_bpe", "qwen2_bpe", "smollm_bpe", "sp_bpe", "sp_bpe_hf",
+                             "sp_unigram", "sp_unigram_hf"}) {
+      const forja::Tokenizer tok = forja::Tokenizer::load(root + "/" + name);
+      const forja::Encoding enc = tok.encode_with_spans(kText, true);
+      QVERIFY(!enc.ids.empty());
+      json pieces = json::array();
+      for (size_t i = 0; i < enc.ids.size(); ++i) {
+        const std::string raw_piece = tok.id_to_piece(enc.ids[i]);
+        const std::string raw_span =
+            std::string(kText).substr(enc.spans[i].begin, enc.spans[i].end - enc.spans[i].begin);
+        saw_partial |= !forja::utf8::is_valid(raw_piece) || !forja::utf8::is_valid(raw_span);
+        const std::string piece = forja::printable_bytes(raw_piece);
+        const std::string span = forja::printable_bytes(raw_span);
+        QVERIFY2(forja::utf8::is_valid(piece) && forja::utf8::is_valid(span), name);
+        pieces.push_back(piece);
+        (void)json(span).dump();  // throws type_error 316 on invalid UTF-8
+      }
+      const json out = {{"ids", enc.ids}, {"pieces", pieces}};
+      QVERIFY(json::parse(out.dump()) == out);
+    }
+    // Without the escaping, nlohmann would have thrown on these.
+    QVERIFY(saw_partial);
+  }
+
+  void chat_template_list_with_non_string_entry() {
+    QTemporaryDir tmp;
+    const fs::path d = copy_fixture(tmp.path().toStdString(), "gpt2_bpe");
+    write_file(
+        d / "tokenizer_config.json",
+        R"({"chat_template": [{"name": "default", "template": 42}, {"name": "tool_use", "template": "x"}]})");
+    expect_error([&] { forja::Tokenizer::load(d.string()); },
+                 {"tokenizer_config.json", "chat_template[0]", "string"});
+    write_file(d / "tokenizer_config.json", R"({"chat_template": [7]})");
+    expect_error([&] { forja::Tokenizer::load(d.string()); }, {"tokenizer_config.json", "chat_template[0]"});
+    write_file(d / "tokenizer_config.json", R"({"chat_template": [{"name": 1, "template": "x"}]})");
+    expect_error([&] { forja::Tokenizer::load(d.string()); }, {"tokenizer_config.json", "chat_template[0]"});
+  }
+
+  void chat_template_of_wrong_type() {
+    QTemporaryDir tmp;
+    const fs::path d = copy_fixture(tmp.path().toStdString(), "gpt2_bpe");
+    write_file(d / "tokenizer_config.json", R"({"chat_template": 42})");
+    expect_error([&] { forja::Tokenizer::load(d.string()); },
+                 {"tokenizer_config.json", "chat_template", "number"});
+    write_file(d / "tokenizer_config.json", R"({"chat_template": {"template": "x"}})");
+    expect_error([&] { forja::Tokenizer::load(d.string()); },
+                 {"tokenizer_config.json", "chat_template", "object"});
+    // The well-formed list form still loads its default entry.
+    write_file(
+        d / "tokenizer_config.json",
+        R"({"chat_template": [{"name": "tool_use", "template": "t"}, {"name": "default", "template": "d"}]})");
+    QCOMPARE(forja::Tokenizer::load(d.string()).info().chat_template.value_or(""), std::string("d"));
+  }
+
+  void tokenizer_json_is_dev_zero() {
+    QTemporaryDir tmp;
+    const fs::path d = copy_fixture(tmp.path().toStdString(), "gpt2_bpe");
+    fs::remove(d / "tokenizer.json");
+    fs::create_symlink("/dev/zero", d / "tokenizer.json");
+    expect_error([&] { forja::Tokenizer::load(d.string()); }, {"tokenizer.json", "not a regular file"});
+  }
+
+  // Without the check the open (or the read) blocks forever on the FIFO and the suite times out.
+  void tokenizer_files_that_are_fifos() {
+    QTemporaryDir tmp;
+    const fs::path d = copy_fixture(tmp.path().toStdString(), "gpt2_bpe");
+    for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) {
+      const fs::path p = d / file;
+      const std::string saved = forja::read_text_file(p);
+      fs::remove(p);
+      QCOMPARE(::mkfifo(p.c_str(), 0600), 0);
+      expect_error([&] { forja::Tokenizer::load(d.string()); }, {file, "not a regular file"});
+      fs::remove(p);
+      write_file(p, saved);
+    }
+    write_file(d / "tokenizer_config.json", "{}");
+    QCOMPARE(::mkfifo((d / "chat_template.jinja").c_str(), 0600), 0);
+    expect_error([&] { forja::Tokenizer::load(d.string()); }, {"chat_template.jinja", "not a regular file"});
+  }
+
+  void read_text_file_limits() {
+    QTemporaryDir tmp;
+    const fs::path p = fs::path(tmp.path().toStdString()) / "a.json";
+    write_file(p, std::string(100, 'x'));
+    QCOMPARE(forja::read_text_file(p).size(), size_t(100));
+    QCOMPARE(forja::read_text_file(p, 100).size(), size_t(100));
+    expect_error([&] { forja::read_text_file(p, 99); }, {"a.json", "too large", "99"});
+    expect_error([&] { forja::read_text_file("/dev/zero"); }, {"/dev/zero", "not a regular file"});
+    expect_error([&] { forja::read_text_file(tmp.path().toStdString()); }, {"not a regular file"});
+    expect_error([&] { forja::read_text_file(p.string() + ".missing"); }, {"a.json.missing", "cannot open"});
+    write_file(p, "");
+    QCOMPARE(forja::read_text_file(p), std::string());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTokenizerInputs)
+#include "test_tokenizer_inputs.moc"
