@@ -1,6 +1,7 @@
 // forja-cli generate <model-dir> (--prompt-ids 1,2,3 | --prompt "text") [--adapter DIR [--compare]]
 // [sampling] One prompt, one answer, streamed to stdout; --json prints the tokens, their log-probs and the
 // timings instead.
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -36,7 +37,11 @@ EngineOptions engine_options_from(const Args& args) {
   EngineOptions o;
   o.device = args.option_or("device", "auto");
   o.dtype = args.option_or("dtype", "auto");
-  o.max_context = static_cast<int64_t>(number(args, "max-context", 0));
+  // Checked as a double: 1e11 must reach the engine's bound as 1e11, and -1 or 2.5 are not a context.
+  const double context = number(args, "max-context", 0);
+  if (!(context >= 0 && context <= 1e15 && std::floor(context) == context))
+    throw Error("--max-context needs a whole number of tokens, 0 or more (0: the model's default)");
+  o.max_context = static_cast<int64_t>(context);
   o.cuda_graphs = !args.flag("no-graphs");
   o.base_quant = args.option_or("base-quant", "none");
   return o;
@@ -90,9 +95,9 @@ nlohmann::ordered_json result_json(const GenerationResult& r) {
 }
 
 int run_generate(Args& args) {
-  args.reject_unknown({"device", "dtype", "base-quant", "max-context", "adapter", "max-new", "temperature", "top-k",
-                       "top-p", "min-p", "repetition-penalty", "presence-penalty", "frequency-penalty",
-                       "seed", "stop", "prompt", "prompt-ids"});
+  args.reject_unknown({"device", "dtype", "base-quant", "max-context", "adapter", "max-new", "temperature",
+                       "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
+                       "frequency-penalty", "seed", "stop", "prompt", "prompt-ids"});
   const std::string dir = args.positional(0, "<model-dir>");
   const bool json = args.flag("json");
   const auto prompt_ids = args.option("prompt-ids");

@@ -84,7 +84,29 @@ class Encoder {
   }
 
  private:
-  std::optional<Example> one(const Record& r, SplitStats& split) {
+  // No token spans this many bytes in practice, so a text cut at max_length * kBytesPerToken still gives
+  // more than max_length tokens, and the tokenizer never sees (and splits) a 100 MB record whole.
+  static constexpr size_t kBytesPerToken = 128, kSlackBytes = 4096;
+
+  static void cut_text(std::string& s, size_t limit) {
+    if (s.size() <= limit) return;
+    while (limit > 0 && (static_cast<unsigned char>(s[limit]) & 0xC0) == 0x80) --limit;  // a whole UTF-8 char
+    s.resize(limit);
+    s.shrink_to_fit();
+  }
+
+  std::optional<Example> one(const Record& whole, SplitStats& split) {
+    const size_t limit = static_cast<size_t>(o_.max_length) * kBytesPerToken + kSlackBytes;
+    std::optional<Record> cut;
+    bool long_text = whole.text.size() > limit;
+    for (const auto& m : whole.messages) long_text = long_text || m.content.size() > limit;
+    if (long_text) {
+      // original_length then counts the tokens of the cut record: still above max_length, so "truncated".
+      cut = whole;
+      cut_text(cut->text, limit);
+      for (auto& m : cut->messages) cut_text(m.content, limit);
+    }
+    const Record& r = cut ? *cut : whole;
     EncodedExample enc;
     try {
       enc = encode_(r);

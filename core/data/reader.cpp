@@ -134,6 +134,13 @@ nlohmann::json parse_json_at(std::string_view text, const std::string& file, siz
 
 ReadResult read_dataset_file(const std::filesystem::path& path, const ReadOptions& options) {
   const std::string file = path.string();
+  // A folder would read as an empty dataset and a FIFO would block the read forever.
+  std::error_code ec;
+  const auto type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::directory)
+    throw_file_error(file, "is a folder, not a dataset file", "Choose a .jsonl or .json file inside it.");
+  if (!ec && type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
+    throw_file_error(file, "is not a regular file (a pipe or device), so it cannot be read as a dataset");
   const std::string content = read_text_file(path);
   std::string_view text = strip_bom(content);
   size_t first = 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "causal_lm.h"
@@ -75,6 +76,13 @@ Generator::Impl::Impl(std::shared_ptr<CausalLM> model, const EngineOptions& opti
   int64_t capacity = options.max_context;
   if (capacity <= 0)
     capacity = c.max_position_embeddings > 0 ? std::min<int64_t>(c.max_position_embeddings, 4096) : 4096;
+  // The KV cache is allocated for the whole context up front: past the model's positions it is both
+  // meaningless and, for a typo like 1e11, an allocation that cannot succeed.
+  if (c.max_position_embeddings > 0 && capacity > c.max_position_embeddings)
+    throw Error(
+        "the context of " + std::to_string(capacity) + " tokens is beyond the model's " +
+            std::to_string(c.max_position_embeddings) + " (max_position_embeddings)",
+        "Ask for a context in [1, " + std::to_string(c.max_position_embeddings) + "], or 0 for the default.");
   decoder_ = infer::Decoder::create(*model_, capacity);
   runner_ = std::make_unique<infer::DecodeRunner>(*decoder_, options.cuda_graphs);
 }
@@ -86,6 +94,16 @@ void Generator::Impl::check_ids(const std::vector<int32_t>& ids, const char* wha
       throw Error(std::string(what) + " holds token id " + std::to_string(id) +
                       ", outside the model's vocabulary of " + std::to_string(vocab),
                   "the ids must come from this model's tokenizer");
+}
+
+void Generator::Impl::throw_non_finite() const {
+  if (decoder_->adapter_enabled())
+    throw Error(
+        "the model with its adapter produces non-finite values (NaN or Inf) in its logits",
+        "The adapter's or the model's weights hold NaN or Inf: check them, or try without the adapter.");
+  throw Error(
+      "the model produces non-finite values (NaN or Inf) in its logits",
+      "Its weights hold NaN or Inf, or its config.json has a bad value: re-download or re-export it.");
 }
 
 void Generator::Impl::reset() {
@@ -122,6 +140,12 @@ at::Tensor Generator::Impl::feed(const std::vector<int32_t>& ids, bool all_logit
   std::vector<int64_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(common), ids.end());
   at::Tensor logits =
       decoder_->prefill(at::tensor(fresh, at::kLong), static_cast<int64_t>(common), all_logits);
+  // One reduction per prefill: NaN or Inf weights would otherwise come out as null scores or a run of token
+  // 0.
+  if (!at::isfinite(logits).all().item<bool>()) {
+    cached_.clear();
+    throw_non_finite();
+  }
   cached_ = ids;
   cached_with_adapter_ = decoder_->adapter_enabled();
   reused = static_cast<int64_t>(common);
@@ -166,6 +190,11 @@ GenerationResult Generator::Impl::generate(const std::vector<int32_t>& prompt, c
     } else {
       token = step.best;  // the runner already took the argmax and its log-prob on the device
       logprob = step.best_logprob;
+    }
+    // The chosen token's log-prob is on the host already: a NaN anywhere in the row makes it NaN as well.
+    if (!std::isfinite(logprob)) {
+      cached_.clear();
+      throw_non_finite();
     }
     if (i == 0) {
       first_token_at = Clock::now();

@@ -47,6 +47,7 @@ class Generator::Impl {
   // on the device; [vocab], or [ids.size() - from, vocab] with all_logits from position `from`).
   at::Tensor feed(const std::vector<int32_t>& ids, bool all_logits, int64_t& reused);
   void check_ids(const std::vector<int32_t>& ids, const char* what) const;
+  [[noreturn]] void throw_non_finite() const;
 
   std::shared_ptr<CausalLM> model_;
   std::string model_dir_;

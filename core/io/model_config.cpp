@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "forja/error.h"
 #include "forja/file_util.h"
 
@@ -10,10 +12,14 @@ using nlohmann::json;
 
 const char* family_name(Family f) {
   switch (f) {
-    case Family::Llama: return "llama";
-    case Family::Mistral: return "mistral";
-    case Family::Qwen2: return "qwen2";
-    case Family::Gpt2: return "gpt2";
+    case Family::Llama:
+      return "llama";
+    case Family::Mistral:
+      return "mistral";
+    case Family::Qwen2:
+      return "qwen2";
+    case Family::Gpt2:
+      return "gpt2";
   }
   return "?";
 }
@@ -29,8 +35,13 @@ class Fields {
     throw_file_error(source_, problem, hint);
   }
   static std::string type_of(const json& v) {
-    return v.is_string() ? "a string" : v.is_boolean() ? "a boolean" : v.is_number_float() ? "a number"
-           : v.is_number() ? "an integer" : v.is_null() ? "null" : v.is_array() ? "a list" : "an object";
+    return v.is_string()         ? "a string"
+           : v.is_boolean()      ? "a boolean"
+           : v.is_number_float() ? "a number"
+           : v.is_number()       ? "an integer"
+           : v.is_null()         ? "null"
+           : v.is_array()        ? "a list"
+                                 : "an object";
   }
   bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
 
@@ -50,19 +61,23 @@ class Fields {
     if (v <= 0) fail(std::string("field '") + key + "' must be positive, found " + std::to_string(v));
     return v;
   }
-  double number_or(const char* key, double fallback) const { return has(key) ? number_value(key, j_[key]) : fallback; }
+  double number_or(const char* key, double fallback) const {
+    return has(key) ? number_value(key, j_[key]) : fallback;
+  }
   double number_value(const std::string& key, const json& v) const {
     if (!v.is_number()) fail("field '" + key + "' must be a number, found " + type_of(v));
     return v.get<double>();
   }
   bool boolean_or(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
-    if (!j_[key].is_boolean()) fail(std::string("field '") + key + "' must be true or false, found " + type_of(j_[key]));
+    if (!j_[key].is_boolean())
+      fail(std::string("field '") + key + "' must be true or false, found " + type_of(j_[key]));
     return j_[key].get<bool>();
   }
   std::string string_or(const char* key, const std::string& fallback) const {
     if (!has(key)) return fallback;
-    if (!j_[key].is_string()) fail(std::string("field '") + key + "' must be a string, found " + type_of(j_[key]));
+    if (!j_[key].is_string())
+      fail(std::string("field '") + key + "' must be a string, found " + type_of(j_[key]));
     return j_[key].get<std::string>();
   }
   const json& raw() const { return j_; }
@@ -77,17 +92,22 @@ RopeConfig parse_rope(const Fields& f) {
   const json& j = f.raw();
   // 5.x: everything in rope_parameters; 4.x: rope_theta at the top, scaling (or null) in rope_scaling.
   const json* params = nullptr;
-  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) params = &j["rope_parameters"];
-  else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) params = &j["rope_scaling"];
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object())
+    params = &j["rope_parameters"];
+  else if (j.contains("rope_scaling") && j["rope_scaling"].is_object())
+    params = &j["rope_scaling"];
   r.theta = f.number_or("rope_theta", 10000.0);
   if (!params) return r;
   const json& p = *params;
   auto num = [&](const char* key, double fallback) {
-    return p.contains(key) && !p[key].is_null() ? f.number_value(std::string("rope.") + key, p[key]) : fallback;
+    return p.contains(key) && !p[key].is_null() ? f.number_value(std::string("rope.") + key, p[key])
+                                                : fallback;
   };
   r.theta = num("rope_theta", r.theta);
-  if (p.contains("rope_type") && p["rope_type"].is_string()) r.type = p["rope_type"].get<std::string>();
-  else if (p.contains("type") && p["type"].is_string()) r.type = p["type"].get<std::string>();
+  if (p.contains("rope_type") && p["rope_type"].is_string())
+    r.type = p["rope_type"].get<std::string>();
+  else if (p.contains("type") && p["type"].is_string())
+    r.type = p["type"].get<std::string>();
   r.factor = num("factor", 1.0);
   if (r.type == "default") return r;
   if (r.type == "linear") {
@@ -102,7 +122,9 @@ RopeConfig parse_rope(const Fields& f) {
     r.original_max_position_embeddings =
         f.integer_value("rope.original_max_position_embeddings", p["original_max_position_embeddings"]);
     if (r.factor <= 0 || r.high_freq_factor <= r.low_freq_factor || r.original_max_position_embeddings <= 0)
-      f.fail("rope type llama3 needs factor > 0, high_freq_factor > low_freq_factor and a positive original length");
+      f.fail(
+          "rope type llama3 needs factor > 0, high_freq_factor > low_freq_factor and a positive original "
+          "length");
     return r;
   }
   f.fail("RoPE scaling type '" + r.type + "' is not supported yet", "Supported: default, linear, llama3.");
@@ -134,7 +156,8 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   ModelConfig c;
   c.path = source;
   c.model_type = f.string_or("model_type", "");
-  if (c.model_type.empty()) f.fail("field 'model_type' is missing", "A Hugging Face config.json names its model_type.");
+  if (c.model_type.empty())
+    f.fail("field 'model_type' is missing", "A Hugging Face config.json names its model_type.");
   if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
       j["architectures"][0].is_string())
     c.architecture = j["architectures"][0].get<std::string>();
@@ -159,11 +182,14 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
       f.fail("activation_function '" + c.hidden_act + "' is not supported", "Supported: gelu_new, gelu.");
     c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", true);
     c.qkv_bias = c.o_bias = c.mlp_bias = true;
-    if (f.boolean_or("scale_attn_by_inverse_layer_idx", false) || f.boolean_or("reorder_and_upcast_attn", false))
+    if (f.boolean_or("scale_attn_by_inverse_layer_idx", false) ||
+        f.boolean_or("reorder_and_upcast_attn", false))
       f.fail("scale_attn_by_inverse_layer_idx / reorder_and_upcast_attn are not supported");
     if (!f.boolean_or("scale_attn_weights", true)) f.fail("scale_attn_weights=false is not supported");
   } else if (c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "qwen2") {
-    c.family = c.model_type == "llama" ? Family::Llama : c.model_type == "mistral" ? Family::Mistral : Family::Qwen2;
+    c.family = c.model_type == "llama"     ? Family::Llama
+               : c.model_type == "mistral" ? Family::Mistral
+                                           : Family::Qwen2;
     c.hidden_size = f.positive("hidden_size");
     c.intermediate_size = f.positive("intermediate_size");
     c.num_layers = f.positive("num_hidden_layers");
@@ -190,18 +216,38 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     }
   } else {
     f.fail("model_type '" + c.model_type + "' is not supported",
-           "Forja supports the Llama family (llama, mistral, qwen2: Llama 2/3, Mistral, Qwen2, TinyLlama, SmolLM) "
+           "Forja supports the Llama family (llama, mistral, qwen2: Llama 2/3, Mistral, Qwen2, TinyLlama, "
+           "SmolLM) "
            "and gpt2.");
   }
+  // A bad value here becomes a NaN, a division by zero or a giant allocation deep in the model, so refuse it
+  // with the key's name before anything is built.
+  const auto need_positive = [&](const char* key, double v) {
+    if (!std::isfinite(v) || v <= 0)
+      f.fail(std::string("field '") + key + "' must be a positive finite number, found " + std::to_string(v));
+  };
+  const bool gpt2 = c.family == Family::Gpt2;
+  need_positive(gpt2 ? "layer_norm_epsilon" : "rms_norm_eps", c.norm_eps);
+  if (!gpt2) need_positive("rope_theta", c.rope.theta);
+  if (c.max_position_embeddings <= 0)
+    f.fail(std::string("field '") + (gpt2 ? "n_positions" : "max_position_embeddings") +
+           "' must be positive, found " + std::to_string(c.max_position_embeddings));
+  if (c.intermediate_size <= 0)
+    f.fail(std::string("field '") + (gpt2 ? "n_inner" : "intermediate_size") + "' must be positive, found " +
+           std::to_string(c.intermediate_size));
+  if (c.head_dim < 0) f.fail("field 'head_dim' must be positive, found " + std::to_string(c.head_dim));
+  if (c.head_dim == 0 && !gpt2 && f.has("head_dim"))
+    f.fail("field 'head_dim' must be positive, found 0",
+           "Leave head_dim out to use hidden_size / num_attention_heads.");
   if (c.head_dim == 0) {
     if (c.hidden_size % c.num_heads != 0)
-      f.fail("hidden size " + std::to_string(c.hidden_size) + " is not divisible by " + std::to_string(c.num_heads) +
-             " heads and no head_dim is given");
+      f.fail("hidden size " + std::to_string(c.hidden_size) + " is not divisible by " +
+             std::to_string(c.num_heads) + " heads and no head_dim is given");
     c.head_dim = c.hidden_size / c.num_heads;
   }
   if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
-    f.fail("num_key_value_heads " + std::to_string(c.num_kv_heads) + " must divide num_attention_heads " +
-           std::to_string(c.num_heads));
+    f.fail("field 'num_key_value_heads' must be positive and divide num_attention_heads " +
+           std::to_string(c.num_heads) + ": num_key_value_heads " + std::to_string(c.num_kv_heads));
   if (c.head_dim % 2 != 0 && c.family != Family::Gpt2) f.fail("head_dim must be even for rotary embeddings");
   return c;
 }

@@ -98,10 +98,12 @@ Batch trim_padding(Batch b) {
 TrainingData load_training_data(const TrainConfig& config, int64_t vocab_size) {
   if (config.train_file.empty())
     throw Error("the config has no train_file", "Set \"train_file\" to a JSONL or JSON dataset.");
+  require_regular_file(config.train_file, "train_file");
+  if (!config.eval_file.empty()) require_regular_file(config.eval_file, "eval_file");
   TrainingData out;
   const bool tokenized = config.data_format == "tokenized" ||
                          (config.data_format == "auto" && looks_pre_tokenized(config.train_file));
-  auto check_ids = [&](const std::vector<TokenId>& ids, const std::string& where) {
+  [[maybe_unused]] auto check_ids = [&](const std::vector<TokenId>& ids, const std::string& where) {
     for (TokenId id : ids)
       if (id < 0 || id >= vocab_size)
         throw Error(where + ": token id " + std::to_string(id) + " is outside the model's vocabulary of " +
@@ -113,15 +115,13 @@ TrainingData load_training_data(const TrainConfig& config, int64_t vocab_size) {
     if (config.eval_fraction > 0)
       throw Error("eval_fraction needs a dataset of records; " + config.train_file + " is pre-tokenized",
                   "Give a pre-tokenized eval_file instead.");
-    auto train = read_tokenized_jsonl(config.train_file, config.max_length);
-    for (size_t i = 0; i < train.size(); ++i)
-      check_ids(train[i].ids, config.train_file + ":" + std::to_string(i + 1));
+    auto train = read_tokenized_jsonl(config.train_file, config.max_length, vocab_size);
     const size_t n = train.size();
     out.train = std::make_unique<TokenizedJsonlSource>(std::move(train), config.batch_size, config.seed,
                                                        config.shuffle);
     if (!config.eval_file.empty())
-      out.eval =
-          batches_in_file_order(read_tokenized_jsonl(config.eval_file, config.max_length), config.batch_size);
+      out.eval = batches_in_file_order(read_tokenized_jsonl(config.eval_file, config.max_length, vocab_size),
+                                       config.batch_size);
     out.summary = "data: " + count(n, "pre-tokenized examples") + " from " + config.train_file;
     return out;
   }
@@ -147,6 +147,10 @@ TrainingData load_training_data(const TrainConfig& config, int64_t vocab_size) {
   opts.train_on_prompt = config.train_on_prompt;
   opts.seed = config.seed;
   PreparedDataset data = prepare_dataset(opts, make_tokenizer_encoder(tokenizer));
+  // Added tokens can sit past the tokenizer's base vocabulary (and the model's): an id beyond the embedding
+  // table must be an error here, not an out-of-bounds gather on the device.
+  for (const auto* set : {&data.train, &data.eval})
+    for (const Example& ex : *set) check_ids(ex.ids, ex.source);
 
   const DatasetStats& s = data.stats;
   out.summary = "data: " + count(s.train.examples, "train examples") + " (" +

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "forja/error.h"
@@ -10,7 +11,53 @@
 namespace forja::train {
 using nlohmann::json;
 
-std::vector<TokenizedExample> read_tokenized_jsonl(const std::filesystem::path& path, int64_t max_length) {
+namespace {
+
+// Ids read one by one: json's get<> would truncate 1.5 to 1 and wrap 1e30 without a word.
+template <typename T>
+std::vector<T> read_ids(const json& j, const char* key, const std::string& where, int64_t vocab_size,
+                        bool allow_ignore) {
+  const json& a = j.at(key);
+  if (!a.is_array()) throw Error(where + ": \"" + key + "\" must be a list of token ids");
+  std::vector<T> out;
+  out.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const json& v = a[i];
+    const std::string at = where + ": " + key + "[" + std::to_string(i) + "] ";
+    if (!v.is_number_integer()) throw Error(at + "is " + v.dump() + ", not a whole token id");
+    const int64_t id = v.get<int64_t>();
+    if (allow_ignore && id == kIgnoreIndex) {
+      out.push_back(static_cast<T>(id));
+      continue;
+    }
+    const int64_t limit = vocab_size > 0 ? vocab_size : int64_t(std::numeric_limits<int32_t>::max());
+    if (id < 0 || id >= limit)
+      throw Error(at + "= " + std::to_string(id) + " is outside the model's vocabulary [0, " +
+                      std::to_string(limit) + ")" +
+                      (allow_ignore ? " (and is not -100, the ignore label)" : ""),
+                  "The dataset was tokenized for another model, or the tokenizer does not belong to it.");
+    out.push_back(static_cast<T>(id));
+  }
+  return out;
+}
+
+}  // namespace
+
+void require_regular_file(const std::filesystem::path& path, const std::string& what) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || st.type() == std::filesystem::file_type::not_found)
+    throw_file_error(path.string(), "cannot open the " + what + ": no such file");
+  if (st.type() == std::filesystem::file_type::directory)
+    throw_file_error(path.string(), "is a folder, not a " + what + " file",
+                     "Point the setting at a .jsonl or .json file inside it.");
+  if (st.type() != std::filesystem::file_type::regular)
+    throw_file_error(path.string(), "is not a regular file (a pipe or device), so it cannot be the " + what);
+}
+
+std::vector<TokenizedExample> read_tokenized_jsonl(const std::filesystem::path& path, int64_t max_length,
+                                                   int64_t vocab_size) {
+  require_regular_file(path, "dataset");
   std::ifstream in(path);
   if (!in) throw_file_error(path.string(), "cannot open the dataset");
   std::vector<TokenizedExample> out;
@@ -21,8 +68,9 @@ std::vector<TokenizedExample> read_tokenized_jsonl(const std::filesystem::path& 
     TokenizedExample ex;
     try {
       json j = json::parse(line);
-      ex.ids = j.at("input_ids").get<std::vector<TokenId>>();
-      if (j.contains("labels")) ex.labels = j["labels"].get<std::vector<int32_t>>();
+      if (!j.is_object()) throw Error(where + ": not a {\"input_ids\": [...], \"labels\": [...]} line");
+      ex.ids = read_ids<TokenId>(j, "input_ids", where, vocab_size, false);
+      if (j.contains("labels")) ex.labels = read_ids<int32_t>(j, "labels", where, vocab_size, true);
     } catch (const json::exception& e) {
       throw Error(where + ": not a {\"input_ids\": [...], \"labels\": [...]} line (" + e.what() + ")");
     }
@@ -41,6 +89,13 @@ std::vector<TokenizedExample> read_tokenized_jsonl(const std::filesystem::path& 
     out.push_back(std::move(ex));
   }
   if (out.empty()) throw_file_error(path.string(), "holds no examples");
+  // The first label is never predicted (batches shift labels by one), so only labels[1..] count.
+  bool any_trained = false;
+  for (const auto& ex : out)
+    for (size_t t = 1; t < ex.labels.size() && !any_trained; ++t) any_trained = ex.labels[t] != kIgnoreIndex;
+  if (!any_trained)
+    throw_file_error(path.string(), "has no trainable tokens: every label after the first is -100",
+                     "Give labels that are token ids where the model should learn, or leave labels out.");
   return out;
 }
 

@@ -26,8 +26,13 @@ struct TokenizedExample {
   std::vector<int32_t> labels;  // unshifted, same length as ids
 };
 
-// Reads the file; a bad line is an error naming file:line.
-std::vector<TokenizedExample> read_tokenized_jsonl(const std::filesystem::path& path, int64_t max_length);
+// Reads the file; a bad line is an error naming file:line. With vocab_size > 0, every id and every label
+// other than -100 must lie in [0, vocab_size).
+std::vector<TokenizedExample> read_tokenized_jsonl(const std::filesystem::path& path, int64_t max_length,
+                                                   int64_t vocab_size = 0);
+
+// Throws unless path names a regular file: a folder reads as empty and a FIFO blocks the open forever.
+void require_regular_file(const std::filesystem::path& path, const std::string& what);
 
 // Rows padded (id 0, label -100) to the longest row of the batch; labels shifted for Batch.
 Batch make_padded_batch(const std::vector<const TokenizedExample*>& rows);

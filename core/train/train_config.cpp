@@ -2,7 +2,9 @@
 // error, so that "learning_rat" never trains silently at the default rate.
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <set>
+#include <type_traits>
 
 #include "forja/error.h"
 #include "forja/train.h"
@@ -12,6 +14,11 @@ namespace forja {
 using nlohmann::json;
 
 namespace {
+
+// Sanity caps: past them a typo (1e15, 10000000) becomes an allocation that fails far from the config.
+constexpr int64_t kMaxLoraRank = 4096;
+constexpr int64_t kMaxGradAccum = 65536;
+constexpr int64_t kMaxTrainLength = int64_t(1) << 20;
 
 const char* schedule_name(LrSchedule s) {
   switch (s) {
@@ -25,6 +32,8 @@ const char* schedule_name(LrSchedule s) {
   return "cosine";
 }
 
+const char* section_of(const std::string& key);
+
 class Reader {
  public:
   Reader(const json& j, std::string source, std::string section)
@@ -35,10 +44,24 @@ class Reader {
   void get(const char* key, T& out) {
     seen_.insert(key);
     if (!j_.contains(key)) return;
+    const json& v = j_.at(key);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // json's get<> truncates 2.7 to 2 and wraps -1 into an unsigned seed; neither is what was meant.
+      if (!v.is_number()) fail(std::string("\"") + key + "\" has the wrong type (" + v.dump() + ")");
+      if (v.is_number_float()) {
+        const double d = v.get<double>();
+        if (!(std::floor(d) == d && std::abs(d) < 9.0e18))
+          fail(std::string("\"") + key + "\" must be a whole number, not " + v.dump());
+      }
+      if (std::is_unsigned_v<T> && v.get<double>() < 0)
+        fail(std::string("\"") + key + "\" must not be negative, not " + v.dump());
+      out = v.is_number_float() ? static_cast<T>(v.get<double>()) : v.get<T>();
+      return;
+    }
     try {
-      out = j_.at(key).get<T>();
+      out = v.get<T>();
     } catch (const json::exception&) {
-      fail(std::string("\"") + key + "\" has the wrong type (" + j_.at(key).dump() + ")");
+      fail(std::string("\"") + key + "\" has the wrong type (" + v.dump() + ")");
     }
   }
   const json* object(const char* key) {
@@ -46,8 +69,19 @@ class Reader {
     return j_.contains(key) ? &j_.at(key) : nullptr;
   }
   void finish() {
-    for (auto it = j_.begin(); it != j_.end(); ++it)
-      if (!seen_.count(it.key())) fail("unknown key \"" + it.key() + "\"");
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (seen_.count(it.key())) continue;
+      if (section_.empty()) {
+        if (const char* home = section_of(it.key()))
+          throw_file_error(source_, "unknown key \"" + it.key() + "\" at the top level",
+                           "\"" + it.key() + "\" belongs under \"" + home + "\".");
+      }
+      fail("unknown key \"" + it.key() + "\"");
+    }
+  }
+  // Range checks: the message names the key, the allowed range and the value found.
+  void check(bool ok, const char* key, const std::string& range, const json& value) const {
+    if (!ok) fail(std::string("\"") + key + "\" must be " + range + ", not " + value.dump());
   }
   [[noreturn]] void fail(const std::string& what) const {
     throw_file_error(source_, (section_.empty() ? "" : section_ + ": ") + what,
@@ -59,6 +93,16 @@ class Reader {
   std::string source_, section_;
   std::set<std::string> seen_;
 };
+
+// The keys of the lora and optimizer sections, so that one written at the top level gets pointed home.
+const char* section_of(const std::string& key) {
+  static const std::set<std::string> lora = {"rank", "alpha", "dropout", "use_rslora", "target_modules"};
+  static const std::set<std::string> optimizer = {"learning_rate", "weight_decay", "beta1",   "beta2", "eps",
+                                                  "max_grad_norm", "warmup_steps", "schedule"};
+  if (lora.count(key)) return "lora";
+  if (optimizer.count(key)) return "optimizer";
+  return nullptr;
+}
 
 }  // namespace
 
@@ -108,6 +152,14 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
     lr.get("use_rslora", c.lora.use_rslora);
     lr.get("target_modules", c.lora.target_modules);
     lr.finish();
+    lr.check(c.lora.rank >= 1 && c.lora.rank <= kMaxLoraRank, "rank",
+             "in [1, " + std::to_string(kMaxLoraRank) + "]", c.lora.rank);
+    lr.check(c.lora.alpha > 0, "alpha", "positive", c.lora.alpha);
+    lr.check(c.lora.dropout >= 0 && c.lora.dropout < 1, "dropout", "in [0, 1)", c.lora.dropout);
+    if (c.lora.target_modules.empty())
+      lr.fail("\"target_modules\" is empty: name at least one module (for example q_proj, v_proj)");
+    for (const auto& m : c.lora.target_modules)
+      if (m.empty()) lr.fail("\"target_modules\" has an empty name");
   }
   if (const json* o = r.object("optimizer")) {
     Reader orr(*o, source, "optimizer");
@@ -129,12 +181,31 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
     else
       orr.fail("schedule \"" + sched + "\" is not constant, linear or cosine");
     orr.finish();
+    const OptimizerSettings& os = c.optimizer;
+    orr.check(os.learning_rate > 0, "learning_rate", "positive", os.learning_rate);
+    orr.check(os.weight_decay >= 0, "weight_decay", "zero or positive", os.weight_decay);
+    orr.check(os.beta1 >= 0 && os.beta1 < 1, "beta1", "in [0, 1)", os.beta1);
+    orr.check(os.beta2 >= 0 && os.beta2 < 1, "beta2", "in [0, 1)", os.beta2);
+    orr.check(os.eps > 0, "eps", "positive", os.eps);
+    orr.check(os.warmup_steps >= 0, "warmup_steps", "zero or positive", os.warmup_steps);
   }
   r.finish();
   if (c.model_dir.empty()) r.fail("\"model_dir\" is required");
   if (c.output_dir.empty()) r.fail("\"output_dir\" is required");
-  if (c.max_steps <= 0 || c.grad_accum <= 0 || c.batch_size <= 0 || c.max_length <= 1)
-    r.fail("max_steps, grad_accum and batch_size must be positive and max_length above 1");
+  r.check(c.max_steps >= 1, "max_steps", "positive", c.max_steps);
+  r.check(c.batch_size >= 1, "batch_size", "positive", c.batch_size);
+  // Every micro-batch of a step is built before the backward passes, so grad_accum bounds memory too.
+  r.check(c.grad_accum >= 1 && c.grad_accum <= kMaxGradAccum, "grad_accum",
+          "in [1, " + std::to_string(kMaxGradAccum) + "]", c.grad_accum);
+  r.check(c.max_length >= 2 && c.max_length <= kMaxTrainLength, "max_length",
+          "in [2, " + std::to_string(kMaxTrainLength) + "]", c.max_length);
+  r.check(c.eval_every >= 0, "eval_every", "zero or positive", c.eval_every);
+  r.check(c.early_stopping_patience >= 0, "early_stopping_patience", "zero or positive",
+          c.early_stopping_patience);
+  r.check(c.early_stopping_min_delta >= 0, "early_stopping_min_delta", "zero or positive",
+          c.early_stopping_min_delta);
+  r.check(c.checkpoint_every >= 0, "checkpoint_every", "zero or positive", c.checkpoint_every);
+  r.check(c.keep_checkpoints >= 1, "keep_checkpoints", "positive", c.keep_checkpoints);
   static const std::set<std::string> formats = {"auto", "tokenized", "alpaca", "chat", "sharegpt", "text"};
   if (!formats.count(c.data_format))
     r.fail("data_format \"" + c.data_format + "\" is not auto, tokenized, alpaca, chat, sharegpt or text");

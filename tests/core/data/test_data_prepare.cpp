@@ -85,6 +85,18 @@ class TestDataPrepare : public QObject {
     QCOMPARE(d.stats.train.max_length, int64_t(12));
     QCOMPARE(d.stats.train.mean_length, 8.0);
 
+    // A huge record reaches the encoder cut to a bound that max_length sets, and is still truncated to it.
+    size_t longest = 0;
+    auto measuring = [&](const Record& r) {
+      longest = std::max(longest, r.text.size());
+      return fake::encode(r);
+    };
+    PreparedDataset big = prepare_records({fake::text(std::string(10'000'000, 'x'), 1)}, {}, o, measuring);
+    QVERIFY2(longest < 100'000, std::to_string(longest).c_str());
+    QCOMPARE(big.train.size(), size_t(1));
+    QVERIFY(big.train[0].truncated);
+    QCOMPARE(big.train[0].ids.size(), size_t(12));
+
     // A chat whose only trained token would be the first one trains nothing either.
     auto only_first = [](const Record&) { return EncodedExample{{5, 6, 7}, {1, 0, 0}}; };
     expect_error([&] { prepare_records({fake::text("z")}, {}, DatasetOptions{}, only_first); },

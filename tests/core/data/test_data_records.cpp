@@ -3,6 +3,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "forja/dataset.h"
@@ -159,6 +161,16 @@ class TestDataRecords : public QObject {
     QCOMPARE(r.records.size(), size_t(2));
     QCOMPARE(r.records[1].text, std::string("y"));
     QCOMPARE(r.records[1].line, size_t(2));
+  }
+
+  void folderAndFifoAreRefused() {
+    Files files;
+    fs::create_directories(files.dir() / "data");
+    forja_test::expect_error([&] { read_dataset_file(files.dir() / "data"); }, {"data", "is a folder"});
+    // A FIFO would block the read until some writer came: refused before opening.
+    const fs::path fifo = files.dir() / "pipe.jsonl";
+    QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+    forja_test::expect_error([&] { read_dataset_file(fifo); }, {"pipe.jsonl", "not a regular file"});
   }
 
   void badLinesNameFileAndLine() {

@@ -4,15 +4,21 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cstring>
+#include <limits>
+
 #include "forja/error.h"
 #include "forja/file_util.h"
+#include "forja/safetensors.h"
 #include "infer_test_support.h"
+#include "qtest_util.h"
 #include "stop_text.h"
 
 using namespace forja;
 using forja_test::expected_continuation;
 using forja_test::fixture_generator;
 using forja_test::ids_of;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -167,6 +173,41 @@ class TestInferGenerate : public QObject {
     auto r = gen.generate(prompt(), greedy(12));
     QCOMPARE(r.stop, StopReason::ContextFull);
     QCOMPARE(r.tokens.size(), size_t{5});
+  }
+
+  void contextBeyondTheModelIsRefused() {
+    // The llama fixture has 128 positions; a context past them is an error before any cache is allocated.
+    forja_test::expect_error([] { fixture_generator("llama", 100000000000); },
+                             {"100000000000", "128", "max_position_embeddings"});
+    QCOMPARE(fixture_generator("llama", 128).facts().max_context, int64_t(128));
+  }
+
+  void nonFiniteLogitsAreAnError() {
+    // smollm with a NaN in its final norm: every logit is NaN, which generate and score must refuse.
+    QTemporaryDir tmp;
+    const fs::path dir = fs::path(tmp.path().toStdString()) / "nan";
+    fs::create_directories(dir);
+    const fs::path src = fs::path(FORJA_FIXTURES_DIR) / "models" / "smollm";
+    fs::copy_file(src / "config.json", dir / "config.json");
+    auto file = io::SafetensorsFile::open(src / "model.safetensors");
+    std::vector<std::vector<float>> storage;
+    std::vector<io::TensorToWrite> out;
+    for (const auto& t : file.tensors()) {
+      auto bytes = file.bytes(t);
+      std::vector<float> v(bytes.size() / sizeof(float));
+      std::memcpy(v.data(), bytes.data(), bytes.size());
+      if (t.name == "model.norm.weight") v[0] = std::numeric_limits<float>::quiet_NaN();
+      storage.push_back(std::move(v));
+      out.push_back({t.name,
+                     t.dtype,
+                     t.shape,
+                     {reinterpret_cast<const uint8_t*>(storage.back().data()), storage.back().size() * 4}});
+    }
+    io::write_safetensors(dir / "model.safetensors", out);
+    auto lm = load_causal_lm(dir, {at::kFloat, at::kCPU});
+    Generator gen(std::make_unique<Generator::Impl>(lm, EngineOptions{}, dir.string()));
+    forja_test::expect_error([&] { gen.generate({1, 2, 3}, greedy(4)); }, {"non-finite", "NaN"});
+    forja_test::expect_error([&] { gen.score({1, 2, 3}, {4, 5}, false); }, {"non-finite", "NaN"});
   }
 
   void compareMode() {

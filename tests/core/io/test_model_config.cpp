@@ -53,7 +53,8 @@ class TestModelConfig : public QObject {
 
   void transformers4Layout() {
     ModelConfig c = parse_model_config_text(std::string(kLlama) + R"(,"rope_theta":5e5,
-      "rope_scaling":{"type":"linear","factor":2.0}})", "c.json");
+      "rope_scaling":{"type":"linear","factor":2.0}})",
+                                            "c.json");
     QCOMPARE(c.rope.type, std::string("linear"));
     QCOMPARE(c.rope.theta, 500000.0);
     QCOMPARE(c.rope.factor, 2.0);
@@ -65,15 +66,41 @@ class TestModelConfig : public QObject {
     expect_error(R"({"vocab_size":3})", {"model_type", "missing"});
     expect_error(R"({"model_type":"bert","vocab_size":3})", {"bert", "not supported"});
     expect_error(R"({"model_type":"llama","vocab_size":10,"hidden_size":8,"intermediate_size":16,
-      "num_attention_heads":2})", {"num_hidden_layers", "missing"});
+      "num_attention_heads":2})",
+                 {"num_hidden_layers", "missing"});
     expect_error(std::string(kLlama).replace(std::string(kLlama).find("\"num_hidden_layers\":1"), 21,
-                                             "\"num_hidden_layers\":\"two\"") + "}",
+                                             "\"num_hidden_layers\":\"two\"") +
+                     "}",
                  {"num_hidden_layers", "must be an integer", "a string"});
     expect_error(std::string(kLlama) + R"(,"num_key_value_heads":3})", {"num_key_value_heads 3"});
     expect_error(std::string(kLlama) + R"(,"rope_scaling":{"rope_type":"yarn","factor":4}})", {"yarn"});
     expect_error(std::string(kLlama) + R"(,"hidden_act":"gelu"})", {"hidden_act"});
     expect_error("[1,2]", {"not a JSON object"});
     expect_error("{", {"not valid JSON"});
+  }
+
+  void outOfRangeValues() {
+    const std::string l(kLlama);
+    expect_error(l + R"(,"head_dim":-4})", {"head_dim", "positive"});
+    expect_error(l + R"(,"head_dim":0})", {"head_dim", "positive"});
+    expect_error(l + R"(,"rms_norm_eps":-1})", {"rms_norm_eps", "positive"});
+    expect_error(l + R"(,"rms_norm_eps":0})", {"rms_norm_eps", "positive"});
+    expect_error(l + R"(,"rope_theta":0})", {"rope_theta", "positive"});
+    expect_error(l + R"(,"rope_theta":-10000})", {"rope_theta", "positive"});
+    expect_error(l + R"(,"max_position_embeddings":0})", {"max_position_embeddings", "positive"});
+    expect_error(l + R"(,"max_position_embeddings":-5})", {"max_position_embeddings", "positive"});
+    expect_error(l + R"(,"num_key_value_heads":0})", {"num_key_value_heads", "positive"});
+    expect_error(l + R"(,"num_key_value_heads":-2})", {"num_key_value_heads", "positive"});
+    expect_error(std::string(kLlama).replace(l.find("\"vocab_size\":10"), 15, "\"vocab_size\":0") + "}",
+                 {"vocab_size", "positive"});
+    expect_error(std::string(kLlama).replace(l.find("\"hidden_size\":8"), 15, "\"hidden_size\":9") + "}",
+                 {"not divisible", "head_dim"});
+    expect_error(R"({"model_type":"gpt2","vocab_size":10,"n_embd":8,"n_layer":1,"n_head":2,"n_positions":8,
+      "layer_norm_epsilon":0})",
+                 {"layer_norm_epsilon", "positive"});
+    expect_error(R"({"model_type":"gpt2","vocab_size":10,"n_embd":8,"n_layer":1,"n_head":2,"n_positions":8,
+      "n_inner":-1})",
+                 {"n_inner", "positive"});
   }
 
   void inspect() {

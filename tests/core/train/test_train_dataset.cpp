@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sys/stat.h>
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -172,7 +174,8 @@ class TestTrainDataset : public QObject {
     // The quantized base went into the cache (FORJA_CACHE_DIR here), and a second run reads it: no quantizing
     // note, the same losses bit for bit, and the file is not rewritten.
     const fs::path cache = forja::default_nf4_cache_path(model_, forja::quant::Nf4Options{64, true, 256});
-    QVERIFY2(cache.string().rfind((root / "qlora" / "cache" / "nf4").string(), 0) == 0, cache.string().c_str());
+    QVERIFY2(cache.string().rfind((root / "qlora" / "cache" / "nf4").string(), 0) == 0,
+             cache.string().c_str());
     QVERIFY2(fs::exists(cache), cache.string().c_str());
     const auto written = fs::last_write_time(cache);
     c.output_dir = (root / "qlora-cached").string();
@@ -272,6 +275,69 @@ class TestTrainDataset : public QObject {
         files.write("ids.jsonl", "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": [1, 999]}\n").string();
     c.eval_fraction = 0;
     forja_test::expect_error([&] { train(c); }, {"ids.jsonl:2", "999", "320"});
+  }
+
+  void badPreTokenizedDataIsNamed() {
+    forja_test::TempFiles files;
+    auto c = base_config(model_, files.dir() / "out");
+    c.eval_fraction = 0;
+    c.data_format = "tokenized";
+    const auto load = [&](const std::string& name, const std::string& text) {
+      c.train_file = files.write(name, text).string();
+      forja::train::load_training_data(c, 1605);
+    };
+    load("ok.jsonl", "{\"input_ids\": [1, 2, 3], \"labels\": [-100, 2, 3]}\n");
+    forja_test::expect_error([&] { load("l.jsonl", "{\"input_ids\": [1, 2], \"labels\": [1, 5000]}\n"); },
+                             {"l.jsonl:1", "labels[1]", "5000", "1605"});
+    forja_test::expect_error([&] { load("f.jsonl", "\n{\"input_ids\": [1, 2.5, 3]}\n"); },
+                             {"f.jsonl:2", "input_ids[1]", "2.5", "whole"});
+    forja_test::expect_error(
+        [&] { load("n.jsonl", "{\"input_ids\": [1, 2, 3], \"labels\": [-100, -100, -100]}\n"); },
+        {"n.jsonl", "no trainable tokens"});
+  }
+
+  void trainFileMustBeARegularFile() {
+    forja_test::TempFiles files;
+    auto c = base_config(model_, files.dir() / "out");
+    c.eval_fraction = 0;
+    fs::create_directories(files.dir() / "folder");
+    c.train_file = (files.dir() / "folder").string();
+    forja_test::expect_error([&] { forja::train::load_training_data(c, 1605); }, {"folder", "is a folder"});
+    // A FIFO is refused before any open (which would block until a writer came).
+    const fs::path fifo = files.dir() / "pipe.jsonl";
+    QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+    c.train_file = fifo.string();
+    forja_test::expect_error([&] { forja::train::load_training_data(c, 1605); },
+                             {"pipe.jsonl", "not a regular"});
+    c.data_format = "chat";
+    forja_test::expect_error([&] { forja::train::load_training_data(c, 1605); },
+                             {"pipe.jsonl", "not a regular"});
+  }
+
+  void anAddedTokenBeyondTheModelIsRefused() {
+    // A tokenizer whose base vocabulary fits the model but with an added token past the embedding table.
+    forja_test::TempFiles files;
+    const fs::path tok = files.dir() / "tok";
+    fs::create_directories(tok);
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
+      fs::copy_file(kTokenizer / f, tok / f);
+    json t = json::parse(forja::read_text_file(tok / "tokenizer.json"));
+    t["added_tokens"].push_back({{"id", 4000},
+                                 {"content", "<|zz|>"},
+                                 {"single_word", false},
+                                 {"lstrip", false},
+                                 {"rstrip", false},
+                                 {"normalized", false},
+                                 {"special", false}});
+    forja::write_file_atomic(tok / "tokenizer.json", t.dump());
+    auto c = base_config(model_, files.dir() / "out");
+    c.tokenizer_dir = tok.string();
+    c.eval_fraction = 0;
+    c.data_format = "text";
+    c.train_file = files.write("t.jsonl", "{\"text\": \"hello <|zz|> world\"}\n").string();
+    // 1606 tokens in all fit a vocabulary of 1700, but id 4000 does not.
+    forja_test::expect_error([&] { forja::train::load_training_data(c, 1700); },
+                             {"t.jsonl:1", "4000", "1700"});
   }
 
   void startsFromAGivenAdapter() {

@@ -98,6 +98,59 @@ optimizer:
         {"t.yml", "learning_rat"});
   }
 
+  void outOfRangeSettingsNameTheKeyAndTheRange() {
+    // Each bad value, through YAML and through JSON: the error names the file, the key and the range.
+    const auto both = [](const std::string& section, const std::string& key, const std::string& value,
+                         std::initializer_list<std::string> parts) {
+      std::string yaml = "model_dir: m\noutput_dir: o\n";
+      json j = {{"model_dir", "m"}, {"output_dir", "o"}};
+      if (section.empty()) {
+        yaml += key + ": " + value + "\n";
+        j[key] = json::parse(value);
+      } else {
+        yaml += section + ":\n  " + key + ": " + value + "\n";
+        j[section][key] = json::parse(value);
+      }
+      forja_test::expect_error([&] { forja::train_config_from_text(yaml, "t.yaml"); }, parts);
+      forja_test::expect_error([&] { forja::train_config_from_text(j.dump(), "t.json"); }, parts);
+    };
+    both("optimizer", "learning_rate", "-1e-4", {"learning_rate", "positive"});
+    both("optimizer", "learning_rate", "0", {"learning_rate", "positive"});
+    both("optimizer", "beta1", "1.0", {"beta1", "[0, 1)"});
+    both("optimizer", "beta2", "-0.5", {"beta2", "[0, 1)"});
+    both("optimizer", "weight_decay", "-0.1", {"weight_decay", "zero or positive"});
+    both("optimizer", "warmup_steps", "-3", {"warmup_steps", "zero or positive"});
+    both("optimizer", "eps", "0", {"eps", "positive"});
+    both("", "checkpoint_every", "-1", {"checkpoint_every", "zero or positive"});
+    both("", "keep_checkpoints", "-2", {"keep_checkpoints", "positive"});
+    both("", "eval_every", "-1", {"eval_every", "zero or positive"});
+    both("", "batch_size", "2.7", {"batch_size", "whole number", "2.7"});
+    both("", "seed", "-1", {"seed", "negative"});
+    both("", "grad_accum", "1e15", {"grad_accum", "65536"});
+    both("", "max_length", "1e12", {"max_length", "1048576"});
+    both("", "max_length", "1", {"max_length", "[2, "});
+    both("", "max_steps", "0", {"max_steps", "positive"});
+    both("lora", "rank", "10000000", {"rank", "[1, 4096]"});
+    both("lora", "rank", "0", {"rank", "[1, 4096]"});
+    both("lora", "alpha", "0", {"alpha", "positive"});
+    both("lora", "dropout", "1", {"dropout", "[0, 1)"});
+    both("lora", "dropout", "-0.1", {"dropout", "[0, 1)"});
+    both("lora", "target_modules", "[]", {"target_modules", "empty"});
+    // Whole numbers written as floats still read.
+    QCOMPARE(
+        forja::train_config_from_text("model_dir: m\noutput_dir: o\nbatch_size: 4.0\nseed: 7\n", "t.yaml")
+            .batch_size,
+        int64_t(4));
+    // An optimizer or LoRA key at the top level is pointed to its section.
+    try {
+      forja::train_config_from_text("model_dir: m\noutput_dir: o\nlearning_rate: 1e-4\n", "t.yaml");
+      QFAIL("expected forja::Error");
+    } catch (const forja::Error& e) {
+      QVERIFY2(e.message().find("learning_rate") != std::string::npos, e.message().c_str());
+      QVERIFY2(e.hint().find("optimizer") != std::string::npos, e.hint().c_str());
+    }
+  }
+
   void unsupportedYamlIsAnErrorWithTheLine() {
     forja_test::expect_error([] { parse_yaml_subset("a: 1\nb: &anchor 2\n", "x.yaml"); }, {"x.yaml:2", "&"});
     forja_test::expect_error([] { parse_yaml_subset("a: |\n  text\n", "x.yaml"); }, {"x.yaml:1", "|"});
