@@ -141,7 +141,9 @@ ReadResult read_dataset_file(const std::filesystem::path& path, const ReadOption
     throw_file_error(file, "is a folder, not a dataset file", "Choose a .jsonl or .json file inside it.");
   if (!ec && type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
     throw_file_error(file, "is not a regular file (a pipe or device), so it cannot be read as a dataset");
-  const std::string content = read_text_file(path);
+  // Datasets are read whole and may be far larger than the configs and tokenizer files the default limit is
+  // for; memory is their real bound.
+  const std::string content = read_text_file(path, uint64_t{64} << 30);
   std::string_view text = strip_bom(content);
   size_t first = 0;
   while (first < text.size() && is_blank(text[first])) ++first;
