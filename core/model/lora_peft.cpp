@@ -31,15 +31,17 @@ LoraOptions read_peft_config(const fs::path& dir) {
     throw_file_error(path.string(), what + " is not supported by Forja's LoRA",
                      "Train the adapter with plain LoRA (no DoRA, no per-module ranks, bias \"none\").");
   };
-  if (j.value("peft_type", std::string("LORA")) != "LORA") unsupported("peft_type " + j["peft_type"].dump());
-  if (j.value("use_dora", false)) unsupported("DoRA (use_dora)");
-  if (j.contains("rank_pattern") && j["rank_pattern"].is_object() && !j["rank_pattern"].empty())
-    unsupported("rank_pattern");
-  if (j.contains("alpha_pattern") && j["alpha_pattern"].is_object() && !j["alpha_pattern"].empty())
-    unsupported("alpha_pattern");
-  if (j.value("bias", std::string("none")) != "none") unsupported("bias " + j["bias"].dump());
+  if (!j.is_object()) throw_file_error(path.string(), "is not a JSON object");
   LoraOptions o;
+  // Inside the try: value() throws a json type_error for a field of the wrong type (a numeric peft_type).
   try {
+    if (j.value("peft_type", std::string("LORA")) != "LORA") unsupported("peft_type " + j["peft_type"].dump());
+    if (j.value("use_dora", false)) unsupported("DoRA (use_dora)");
+    if (j.contains("rank_pattern") && j["rank_pattern"].is_object() && !j["rank_pattern"].empty())
+      unsupported("rank_pattern");
+    if (j.contains("alpha_pattern") && j["alpha_pattern"].is_object() && !j["alpha_pattern"].empty())
+      unsupported("alpha_pattern");
+    if (j.value("bias", std::string("none")) != "none") unsupported("bias " + j["bias"].dump());
     o.rank = j.at("r").get<int64_t>();
     o.alpha = j.value("lora_alpha", 8.0);
     o.dropout = j.value("lora_dropout", 0.0);

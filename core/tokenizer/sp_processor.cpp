@@ -32,6 +32,20 @@ struct ShimApi {
 
 constexpr const char* kShimName = "libforja_sentencepiece.so";
 
+// The sanitizer runtimes refuse RTLD_DEEPBIND; a sanitizer build has no LibTorch, so no second protobuf to avoid.
+#if defined(__SANITIZE_ADDRESS__)
+#define FORJA_SP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FORJA_SP_ASAN 1
+#endif
+#endif
+#ifdef FORJA_SP_ASAN
+constexpr int kOpenFlags = RTLD_NOW | RTLD_LOCAL;
+#else
+constexpr int kOpenFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
+
 // Where to look, in order: FORJA_SENTENCEPIECE_SHIM, beside the executable and in ../lib/forja (an installed
 // or relocated tree), the install directory, then the build tree this binary came from.
 std::vector<fs::path> candidates() {
@@ -62,7 +76,7 @@ const ShimApi& api() {
       }
       // LOCAL: its symbols (and sentencepiece's protobuf) stay out of the global scope LibTorch's libprotobuf
       // binds in; DEEPBIND: sentencepiece binds its own protobuf first, not the global libprotobuf.
-      void* h = ::dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      void* h = ::dlopen(p.c_str(), kOpenFlags);
       if (!h) {
         a.error = p.string() + ": " + ::dlerror();
         return;

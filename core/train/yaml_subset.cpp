@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "forja/error.h"
@@ -194,9 +196,43 @@ class Parser {
   size_t pos_ = 0;
 };
 
+// The offset of the first byte that is not part of well-formed UTF-8, or npos.
+size_t invalid_utf8_at(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80)
+      n = 1, cp = c;
+    else if ((c & 0xE0) == 0xC0)
+      n = 2, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0)
+      n = 3, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0)
+      n = 4, cp = c & 0x07;
+    else
+      return i;
+    if (i + n > s.size()) return i;
+    for (size_t k = 1; k < n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8 either.
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return i;
+    i += n;
+  }
+  return std::string::npos;
+}
+
 }  // namespace
 
 json parse_yaml_subset(const std::string& text, const std::string& source) {
+  // JSON strings must be UTF-8: without this check the config's later dump() would throw a json type_error.
+  if (const size_t bad = invalid_utf8_at(text); bad != std::string::npos)
+    throw Error(source + ": is not UTF-8 text (byte " + std::to_string(bad) + ")");
   std::vector<Line> lines;
   size_t number = 0, start = 0;
   while (start <= text.size()) {
