@@ -57,12 +57,13 @@ jinja::Dict variables(const std::vector<ChatMessage>& messages, bool add_generat
                       return Value::string(std::string(buf, n));
                     }));
   if (extra.type == Value::Type::Dict)
-    for (const auto& [k, v] : *extra.dict) {
-      auto it = std::find_if(vars.begin(), vars.end(), [&](const auto& p) { return p.first == k; });
+    for (const auto& entry : *extra.dict) {
+      const auto& key = entry.first;  // clang 14 cannot capture a structured binding in a lambda
+      auto it = std::find_if(vars.begin(), vars.end(), [&](const auto& p) { return p.first == key; });
       if (it != vars.end())
-        it->second = v;
+        it->second = entry.second;
       else
-        vars.emplace_back(k, v);
+        vars.emplace_back(key, entry.second);
     }
   return vars;
 }

@@ -221,6 +221,17 @@ class Renderer {
     for (const auto& [k, v] : globals) scopes_.back()[k] = v;
   }
 
+  // A namespace may be given itself as an attribute (ns.self = ns): a cycle of shared dicts that reference
+  // counting never frees. Emptying every namespace written to when the render ends breaks such cycles.
+  ~Renderer() {
+    for (const auto& d : written_namespaces_) {
+      Dict gone;
+      gone.swap(*d);
+    }
+  }
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
+
   void run(const std::vector<NodePtr>& body) {
     render_work() = 0;
     for (const auto& n : body) exec(*n);
@@ -332,6 +343,9 @@ class Renderer {
             fail(n.line,
                  "cannot assign attribute '" + n.set_attr + "' on '" + n.targets[0] + "': not a namespace");
           ns.set(n.set_attr, std::move(v));  // shares the dict, so every scope sees it
+          if (std::find(written_namespaces_.begin(), written_namespaces_.end(), ns.dict) ==
+              written_namespaces_.end())
+            written_namespaces_.push_back(ns.dict);
         }
         break;
       }
@@ -1072,6 +1086,7 @@ class Renderer {
   }
 
   Template::Output& out_;
+  std::vector<std::shared_ptr<Dict>> written_namespaces_;
   std::vector<Scope> scopes_;
   int line_ = 0;  // of the statement or expression being run, for the budget errors
 };

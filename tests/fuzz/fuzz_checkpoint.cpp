@@ -11,6 +11,7 @@ namespace {
 
 void write_shard_once() {
   static const bool done = [] {
+    std::filesystem::create_directories(forja::fuzz::scratch_dir() / "model");
     const std::array<uint8_t, 8> bytes{};
     forja::io::write_safetensors(forja::fuzz::scratch_dir() / "model" / "shard.safetensors",
                                  {{"w", forja::io::DType::F32, {2}, bytes}, {"b", forja::io::DType::U8, {0}, {}}});
