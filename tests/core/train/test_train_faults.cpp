@@ -26,6 +26,7 @@
 #include "run_checkpoint.h"
 #include "sha256.h"
 #include "train_data.h"
+#include "train_run_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -39,29 +40,7 @@ constexpr size_t kKeep = 2;
 
 fs::path write_config(const fs::path& dir, const fs::path& data_dir,
                       const std::function<void(forja::TrainConfig&)>& edit = {}) {
-  forja::TrainConfig c;
-  c.model_dir = forja_test::fixture_dir("llama").string();
-  c.output_dir = (dir / "run").string();
-  c.device = "cpu";
-  c.dtype = "fp32";
-  c.train_file = (data_dir / "train.jsonl").string();
-  c.eval_file = (data_dir / "eval.jsonl").string();
-  c.batch_size = 2;
-  c.max_length = 24;
-  c.max_steps = kSteps;
-  c.eval_every = 4;
-  c.checkpoint_every = 2;
-  c.keep_checkpoints = static_cast<int64_t>(kKeep);
-  c.lora.rank = 4;
-  c.lora.alpha = 8;
-  c.lora.dropout = 0.1;  // the generator states must survive too
-  c.optimizer.learning_rate = 5e-3;
-  c.optimizer.warmup_steps = 2;
-  if (edit) edit(c);
-  fs::create_directories(dir);
-  const fs::path p = dir / "config.json";
-  forja::write_file_atomic(p, forja::train_config_to_json(c));
-  return p;
+  return forja_test::write_run_config(dir, data_dir, kSteps, edit);
 }
 
 struct Lines {

@@ -27,6 +27,7 @@
 #include "run_checkpoint.h"
 #include "sha256.h"
 #include "train_data.h"
+#include "train_run_config.h"
 
 namespace fs = std::filesystem;
 using forja_test::write_dataset;
@@ -37,29 +38,9 @@ namespace {
 // 12 steps, a checkpoint every 2, the last 2 kept: kills land before, on and between checkpoints.
 constexpr int64_t kSteps = 12;
 
+// grad_accum 2: a step of two micro-batches, so the data cursor moves within a step.
 fs::path write_config(const fs::path& dir, const fs::path& data_dir) {
-  forja::TrainConfig c;
-  c.model_dir = forja_test::fixture_dir("llama").string();
-  c.output_dir = (dir / "run").string();
-  c.device = "cpu";
-  c.dtype = "fp32";
-  c.train_file = (data_dir / "train.jsonl").string();
-  c.eval_file = (data_dir / "eval.jsonl").string();
-  c.batch_size = 2;
-  c.max_length = 24;
-  c.max_steps = kSteps;
-  c.grad_accum = 2;
-  c.eval_every = 4;
-  c.checkpoint_every = 2;
-  c.keep_checkpoints = 2;
-  c.lora.rank = 4;
-  c.lora.alpha = 8;
-  c.lora.dropout = 0.1;
-  c.optimizer.learning_rate = 5e-3;
-  c.optimizer.warmup_steps = 2;
-  const fs::path p = dir / "config.json";
-  forja::write_file_atomic(p, forja::train_config_to_json(c));
-  return p;
+  return forja_test::write_run_config(dir, data_dir, kSteps, [](forja::TrainConfig& c) { c.grad_accum = 2; });
 }
 
 struct Run {
