@@ -13,8 +13,8 @@
 
 namespace forja_test {
 
-// Writes <dir>/config.json for a run in <dir>/run on <data_dir>/train.jsonl and eval.jsonl; `edit` adjusts the
-// config before it is written.
+// Writes <dir>/config.json for a run in <dir>/run on <data_dir>/train.jsonl and eval.jsonl; `edit` adjusts
+// the config before it is written.
 inline std::filesystem::path write_run_config(const std::filesystem::path& dir,
                                               const std::filesystem::path& data_dir, int64_t steps,
                                               const std::function<void(forja::TrainConfig&)>& edit = {}) {

@@ -19,8 +19,8 @@
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/journal.h"
-#include "forja/train.h"
 #include "forja/safetensors.h"
+#include "forja/train.h"
 #include "reference.h"
 #include "run.h"
 #include "run_checkpoint.h"
@@ -206,7 +206,8 @@ class TestTrainFaults : public QObject {
       }
       survived << QString("%1 -> printed steps %2, journal steps %3, checkpoint rows %4, on disk %5")
                       .arg(fault)
-                      .arg(o.lines.loss.empty() ? QString("none") : QString::number(o.lines.loss.rbegin()->first))
+                      .arg(o.lines.loss.empty() ? QString("none")
+                                                : QString::number(o.lines.loss.rbegin()->first))
                       .arg(rows.empty() ? QString("none") : steps_of(rows))
                       .arg(steps_of(ckpt_rows))
                       .arg(steps_of(on_disk));
@@ -260,17 +261,17 @@ class TestTrainFaults : public QObject {
   }
 
   void fileSizeLimitIsAnErrorNotASignal() {
-    // `ulimit -f 1`: every file the run writes beyond 1 KiB fails. The worker must not die of SIGXFSZ: it says
-    // which file could not be written, keeps the run's state in memory and retries, and a stop ends it with
-    // that error.
+    // `ulimit -f 1`: every file the run writes beyond 1 KiB fails. The worker must not die of SIGXFSZ: it
+    // says which file could not be written, keeps the run's state in memory and retries, and a stop ends it
+    // with that error.
     const fs::path dir = root_ / "fsize";
     const fs::path config = write_config(dir, data_);
     QProcess p;
     p.setProcessChannelMode(QProcess::MergedChannels);
     p.start(QStringLiteral("/bin/sh"),
-            {QStringLiteral("-c"), QStringLiteral("ulimit -f 1 && exec \"$0\" \"$@\""), QStringLiteral(FORJA_CLI_PATH),
-             QStringLiteral("train"), QString::fromStdString(config.string()), QStringLiteral("--json-progress"),
-             QStringLiteral("--no-journal")});
+            {QStringLiteral("-c"), QStringLiteral("ulimit -f 1 && exec \"$0\" \"$@\""),
+             QStringLiteral(FORJA_CLI_PATH), QStringLiteral("train"), QString::fromStdString(config.string()),
+             QStringLiteral("--json-progress"), QStringLiteral("--no-journal")});
     QVERIFY(p.waitForStarted());
     QByteArray out;
     while (!out.contains("cannot save the run") && p.state() == QProcess::Running) {
@@ -371,8 +372,9 @@ class TestTrainFaults : public QObject {
       ts["step"] = step;
       forja::write_file_atomic(newest / "trainer_state.json", ts.dump());
       json m = json::parse(forja::read_text_file(newest / "manifest.json"));
-      m["files"]["trainer_state.json"] = {{"bytes", fs::file_size(newest / "trainer_state.json")},
-                                          {"sha256", forja::train::sha256_file(newest / "trainer_state.json")}};
+      m["files"]["trainer_state.json"] = {
+          {"bytes", fs::file_size(newest / "trainer_state.json")},
+          {"sha256", forja::train::sha256_file(newest / "trainer_state.json")}};
       forja::write_file_atomic(newest / "manifest.json", m.dump());
     };
     tamper(1e15);
@@ -390,7 +392,8 @@ class TestTrainFaults : public QObject {
     const QString adapter = QString::fromStdString((root_ / "reference" / "run" / "adapter").string());
     const fs::path clean = root_ / "export-clean", out = root_ / "export";
     const auto args = [&](const fs::path& to) {
-      return QStringList{"export", base, "--adapter", adapter, "--merge", "--out", QString::fromStdString(to.string())};
+      return QStringList{
+          "export", base, "--adapter", adapter, "--merge", "--out", QString::fromStdString(to.string())};
     };
     const Outcome ok = run_cli(args(clean), {});
     QVERIFY2(!ok.killed && ok.exit_code == 0, ok.err.constData());
