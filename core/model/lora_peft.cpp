@@ -10,6 +10,7 @@
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/safetensors.h"
+#include "util/json_number.h"
 #include "weights.h"
 
 namespace forja {
@@ -35,14 +36,18 @@ LoraOptions read_peft_config(const fs::path& dir) {
   LoraOptions o;
   // Inside the try: value() throws a json type_error for a field of the wrong type (a numeric peft_type).
   try {
-    if (j.value("peft_type", std::string("LORA")) != "LORA") unsupported("peft_type " + j["peft_type"].dump());
+    if (j.value("peft_type", std::string("LORA")) != "LORA")
+      unsupported("peft_type " + j["peft_type"].dump());
     if (j.value("use_dora", false)) unsupported("DoRA (use_dora)");
     if (j.contains("rank_pattern") && j["rank_pattern"].is_object() && !j["rank_pattern"].empty())
       unsupported("rank_pattern");
     if (j.contains("alpha_pattern") && j["alpha_pattern"].is_object() && !j["alpha_pattern"].empty())
       unsupported("alpha_pattern");
     if (j.value("bias", std::string("none")) != "none") unsupported("bias " + j["bias"].dump());
-    o.rank = j.at("r").get<int64_t>();
+    const auto rank = json_int(j.at("r"), 1, 1 << 16);
+    if (!rank)
+      throw_file_error(path.string(), "\"r\" is " + j["r"].dump() + ", not a LoRA rank from 1 to 65536");
+    o.rank = *rank;
     o.alpha = j.value("lora_alpha", 8.0);
     o.dropout = j.value("lora_dropout", 0.0);
     o.use_rslora = j.value("use_rslora", false);

@@ -11,6 +11,7 @@
 #include "tokenizer_impl.h"
 #include "unicode_norm.h"
 #include "utf8.h"
+#include "util/json_number.h"
 
 namespace forja {
 namespace {
@@ -32,6 +33,14 @@ std::string type_of(const json& node, const std::string& path, const char* where
   if (!node.is_object() || !node.contains("type") || !node["type"].is_string())
     bad(path, std::string(where) + " node has no \"type\"");
   return node["type"].get<std::string>();
+}
+
+// A token id: a whole number that fits TokenId; anything else (a float, a string, 9e127) names the file.
+TokenId token_id(const json& v, const std::string& path, const std::string& where) {
+  const auto id = json_int(v, 0, std::numeric_limits<TokenId>::max());
+  if (!id)
+    bad(path, where + " has the id " + v.dump() + ", which is not a whole number from 0 to 2147483647");
+  return static_cast<TokenId>(*id);
 }
 
 template <typename T>
@@ -378,7 +387,8 @@ PostProcessorPtr make_post_processor(const json& node, const std::string& path) 
         if (!specials.contains(name))
           bad(path, "post_processor TemplateProcessing uses special token \"" + name +
                         "\" that is not in its special_tokens");
-        for (const auto& id : specials[name].at("ids")) it.ids.push_back(id.get<TokenId>());
+        for (const auto& id : specials[name].at("ids"))
+          it.ids.push_back(token_id(id, path, "post_processor special token \"" + name + "\""));
       } else {
         bad(path, "post_processor TemplateProcessing has an item that is neither Sequence nor SpecialToken");
       }
@@ -388,9 +398,9 @@ PostProcessorPtr make_post_processor(const json& node, const std::string& path) 
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     auto p = std::make_unique<TemplatePost>();
-    p->single.push_back({false, {node.at("cls").at(1).get<TokenId>()}});
+    p->single.push_back({false, {token_id(node.at("cls").at(1), path, "post_processor cls")}});
     p->single.push_back({true, {}});
-    p->single.push_back({false, {node.at("sep").at(1).get<TokenId>()}});
+    p->single.push_back({false, {token_id(node.at("sep").at(1), path, "post_processor sep")}});
     return p;
   }
   if (type == "Sequence") {
@@ -478,8 +488,8 @@ class HfJsonTokenizer final : public Tokenizer::Impl {
 
     std::vector<std::string> id_to_token;
     for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-      const auto id = it.value().get<int64_t>();
-      if (id < 0 || id > 10'000'000) bad(path, "model.vocab has an invalid id for \"" + it.key() + "\"");
+      const auto id = json_int(it.value(), 0, 10'000'000).value_or(-1);
+      if (id < 0) bad(path, "model.vocab has an invalid id for \"" + it.key() + "\"");
       if (static_cast<size_t>(id) >= id_to_token.size()) id_to_token.resize(static_cast<size_t>(id) + 1);
       id_to_token[static_cast<size_t>(id)] = it.key();
     }
@@ -514,7 +524,7 @@ class HfJsonTokenizer final : public Tokenizer::Impl {
     for (const auto& t : root.value("added_tokens", json::array())) {
       AddedToken a;
       a.content = t.at("content").get<std::string>();
-      a.id = t.at("id").get<TokenId>();
+      a.id = token_id(t.at("id"), path, "added token \"" + a.content + "\"");
       a.special = get_or(t, "special", false);
       a.lstrip = get_or(t, "lstrip", false);
       a.rstrip = get_or(t, "rstrip", false);

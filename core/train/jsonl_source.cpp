@@ -7,6 +7,7 @@
 #include <random>
 
 #include "forja/error.h"
+#include "util/json_number.h"
 
 namespace forja::train {
 using nlohmann::json;
@@ -160,11 +161,16 @@ std::string TokenizedJsonlSource::cursor() const {
 void TokenizedJsonlSource::seek(const std::string& cursor) {
   try {
     json j = json::parse(cursor);
-    if (j.at("examples").get<size_t>() != examples_.size() || j.at("seed").get<uint64_t>() != seed_)
+    const auto examples = json_uint(j.at("examples")), seed = json_uint(j.at("seed"));
+    const auto epoch = json_int(j.at("epoch"), 0);
+    const auto index = json_uint(j.at("index"));
+    if (!examples || !seed || !epoch || !index || *index > examples_.size())
+      throw Error("the checkpoint's data position is unreadable: " + cursor);
+    if (*examples != examples_.size() || *seed != seed_)
       throw Error("the checkpoint's data position belongs to other data (example count or seed differ)",
                   "Resume with the dataset and seed the run started with, or start a new output folder.");
-    epoch_ = j.at("epoch").get<int64_t>();
-    index_ = j.at("index").get<size_t>();
+    epoch_ = *epoch;
+    index_ = static_cast<size_t>(*index);
   } catch (const json::exception& e) {
     throw Error(std::string("the checkpoint's data position is unreadable: ") + e.what());
   }

@@ -17,6 +17,7 @@
 #include "forja/safetensors.h"
 #include "lora_peft.h"
 #include "sha256.h"
+#include "util/json_number.h"
 #include "weights.h"
 
 namespace forja::train {
@@ -196,7 +197,9 @@ std::string checkpoint_problem(const fs::path& dir) {
       if (!m.at("files").contains(f)) return "manifest.json does not list " + f;
       const fs::path p = dir / f;
       if (!fs::exists(p, ec)) return f + " is missing";
-      const uint64_t want = m["files"][f].at("bytes").get<uint64_t>();
+      const auto bytes = json_uint(m["files"][f].at("bytes"));
+      if (!bytes) return "manifest.json gives " + f + " a size that is not a whole number of bytes";
+      const uint64_t want = *bytes;
       if (fs::file_size(p, ec) != want)
         return f + " has " + std::to_string(fs::file_size(p, ec)) + " bytes, the manifest says " +
                std::to_string(want);
@@ -271,7 +274,8 @@ RunState load_run_checkpoint(const fs::path& dir, LoraAdapters& adapters, AdamW&
     load_state_tensors(dir, adapters, optimizer);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    throw_file_error(dir.string(), "holds tensors that do not fit this run: " + what.substr(0, what.find('\n')),
+    throw_file_error(dir.string(),
+                     "holds tensors that do not fit this run: " + what.substr(0, what.find('\n')),
                      "Remove " + dir.string() + " to resume from the checkpoint before it.");
   }
   s.config_json = read_text_file(dir / "run_config.json");
@@ -300,7 +304,8 @@ void load_state_tensors(const fs::path& dir, LoraAdapters& adapters, AdamW& opti
   auto it = meta.find("step");
   int64_t opt_step = -1;
   if (it != meta.end()) {
-    const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), opt_step);
+    const auto [end, ec] =
+        std::from_chars(it->second.data(), it->second.data() + it->second.size(), opt_step);
     if (ec != std::errc() || end != it->second.data() + it->second.size()) opt_step = -1;
   }
   if (opt_step < 0)

@@ -107,6 +107,29 @@ class TestTokenizerInputs : public QObject {
     QCOMPARE(forja::Tokenizer::load(d.string()).info().chat_template.value_or(""), std::string("d"));
   }
 
+  // An id that is not a whole number in range (9e127 as a float, a fraction, 2^40) is an error naming the
+  // file, never a float-to-integer conversion out of range.
+  void tokenizer_json_ids_that_are_not_token_ids() {
+    QTemporaryDir tmp;
+    const fs::path d = copy_fixture(tmp.path().toStdString(), "gpt2_bpe");
+    const json good = json::parse(forja::read_text_file(d / "tokenizer.json"));
+    QVERIFY(!good.at("added_tokens").empty());
+    for (const json& bad_id : {json(9.1e127), json(1.5), json(int64_t{1} << 40), json(-3), json("7")}) {
+      json vocab_bad = good;
+      vocab_bad["model"]["vocab"].begin().value() = bad_id;
+      write_file(d / "tokenizer.json", vocab_bad.dump());
+      expect_error([&] { forja::Tokenizer::load(d.string()); },
+                   {"tokenizer.json", "model.vocab", "invalid id"});
+      json added_bad = good;
+      added_bad["added_tokens"][0]["id"] = bad_id;
+      write_file(d / "tokenizer.json", added_bad.dump());
+      expect_error([&] { forja::Tokenizer::load(d.string()); },
+                   {"tokenizer.json", "added token", "not a whole number"});
+    }
+    write_file(d / "tokenizer.json", good.dump());
+    QVERIFY(forja::Tokenizer::load(d.string()).vocab_size() > 0);
+  }
+
   void tokenizer_json_is_dev_zero() {
     QTemporaryDir tmp;
     const fs::path d = copy_fixture(tmp.path().toStdString(), "gpt2_bpe");

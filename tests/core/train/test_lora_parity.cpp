@@ -10,6 +10,7 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "causal_lm.h"
@@ -175,6 +176,27 @@ class TestLoraParity : public QObject {
     at::Tensor with_adapter = lm->forward(eval_ids);
     adapters->merge_into_base();
     QVERIFY(forja_test::relative_error(lm->forward(eval_ids), with_adapter) < 1e-5);
+  }
+
+  // A rank that is not a whole number in range (1e300, 2.5, 0) is an error naming adapter_config.json.
+  void peftConfigRankMustBeWhole() {
+    QTemporaryDir tmp;
+    const std::filesystem::path dir = tmp.path().toStdString();
+    json cfg = json::parse(read_text_file(train_dir("llama") / "final" / "adapter_config.json"));
+    QCOMPARE(read_peft_config(train_dir("llama") / "final").rank, cfg["r"].get<int64_t>());
+    for (const json& r : {json(1e300), json(2.5), json(0), json(-8), json("8")}) {
+      cfg["r"] = r;
+      std::ofstream(dir / "adapter_config.json", std::ios::trunc) << cfg.dump();
+      try {
+        (void)read_peft_config(dir);
+        QFAIL(qPrintable(QString::fromStdString("r = " + r.dump() + " was accepted")));
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        QVERIFY2(
+            what.find("adapter_config.json") != std::string::npos && what.find("\"r\"") != std::string::npos,
+            e.what());
+      }
+    }
   }
 
   void freshAdapterIsPeftInit() {
