@@ -241,8 +241,9 @@ std::shared_ptr<OutputDirLock> lock_output_dir(const std::string& output_dir) {
                      "Wait for it to end or pause it, or give this run another output_dir.");
   }
   const std::string me = std::to_string(::getpid());
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
-  }  // the pid is only for the message above
+  // The pid only feeds the message above; the lock is held whether or not it could be written (a full disk).
+  const bool pid_written = ::ftruncate(fd, 0) == 0 && ::pwrite(fd, me.data(), me.size(), 0) >= 0;
+  static_cast<void>(pid_written);
   auto h = std::make_shared<OutputDirLock>(key, fd);
   held[key] = h;
   return h;
