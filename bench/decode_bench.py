@@ -17,7 +17,7 @@ import time
 
 SHAPES = ["tinyllama", "mistral7b"]
 PROMPTS = [128, 2048]
-# llama.cpp on the same machine, same day (../shared/docs/GPU_MACHINE.md; F16, flash attention, llama-bench tg128
+# llama.cpp on the same machine, same day (the team's GPU machine notes; F16, flash attention, llama-bench tg128
 # and pp2048). Not measured in this run: shown for reference only.
 LLAMA_CPP = {"tinyllama": {"decode_tok_s": 413, "prefill_2048_tok_s": 41600},
              "mistral7b": {"decode_tok_s": 162, "prefill_2048_tok_s": 19100}}
@@ -30,7 +30,7 @@ def forja(cli, shape, prompt, new):
 
 
 def hf_model(shape):
-    # The same shapes as forja-cli's (app/cli/bench_decode.cpp) and ../shared/bench/hf_peft_baseline.py.
+    # The same shapes as forja-cli's (app/cli/bench_decode.cpp) and bench/hf_peft_baseline.py.
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig
     if shape == "tinyllama":

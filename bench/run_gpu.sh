@@ -10,8 +10,8 @@
 #                            the build; each sees $CLI, $OUT and the helpers step/gpu_tests
 #   bench/run_gpu.sh checks  GPU tests, kernels bench, a Forja adapter and merged export in PEFT / transformers,
 #                            the 50-step bf16 loss curve vs PEFT, and the demo model (resources/demo/make_demo.py)
-# Logs go to $OUT, packed into $OUT/logs.tgz (at most 8 files come back). Needs .device-carry/hf_peft_baseline.py
-# (a copy of shared/bench/hf_peft_baseline.py) for part1.
+# Logs go to $OUT, packed into $OUT/logs.tgz (at most 8 files come back). part1 runs the peer
+# bench/hf_peft_baseline.py.
 set -uo pipefail
 OUT=${OUT:-/tmp/forja-gpu}
 mkdir -p "$OUT"

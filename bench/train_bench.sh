@@ -3,16 +3,15 @@
 #   bench/train_bench.sh            build forja-cli (CUDA LibTorch of the Python wheel), run both, print the table
 #   SKIP_BUILD=1 bench/train_bench.sh
 # Both sides: TinyLlama-1.1B shape at 8x1024 and Mistral-7B shape at 4x1024, random bf16 weights, LoRA r16 alpha32 on
-# the 7 projections, random tokens, AdamW. The peer is /work/shared/bench/hf_peft_baseline.py, copied (unchanged)
-# into the ignored folder .device-carry/ so that it travels to the GPU machine with the working tree.
+# the 7 projections, random tokens, AdamW. The peer is bench/hf_peft_baseline.py.
 set -euo pipefail
 OUT=${OUT:-/tmp/forja-bench}
 mkdir -p "$OUT"
 BUILD=${BUILD:-build-cuda}
-BASELINE=${BASELINE:-.device-carry/hf_peft_baseline.py}
+BASELINE=${BASELINE:-bench/hf_peft_baseline.py}
 STEPS=${STEPS:-10}
 if [[ ! -f $BASELINE ]]; then
-  echo "missing $BASELINE: cp /work/shared/bench/hf_peft_baseline.py .device-carry/" >&2
+  echo "missing $BASELINE" >&2
   exit 2
 fi
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then

@@ -22,7 +22,7 @@ namespace forja::cli {
 namespace {
 
 // The shapes of TinyLlama-1.1B and Mistral-7B (v0.1 without its sliding window, as v0.2 has it), the same as
-// the peer baseline's (../shared/bench/hf_peft_baseline.py) and bench/decode_bench.py's.
+// the peer baseline's (bench/hf_peft_baseline.py) and bench/decode_bench.py's.
 ModelConfig shape_config(const std::string& shape) {
   ModelConfig c;
   c.path = "bench:" + shape;
@@ -181,8 +181,7 @@ int run_decode_bench(Args& args) {
 }  // namespace
 }  // namespace forja::cli
 
-FORJA_BENCH(
-    decode, "Batch-1 decode tok/s, time to first token and roofline at a real model shape",
-    "bench decode --shape tinyllama|mistral7b [--prompt N] [--new N] [--runs R] [--graphs on|off] "
-    "[--base-quant none|nf4] [--json]",
-    forja::cli::run_decode_bench);
+FORJA_BENCH(decode, "Batch-1 decode tok/s, time to first token and roofline at a real model shape",
+            "bench decode --shape tinyllama|mistral7b [--prompt N] [--new N] [--runs R] [--graphs on|off] "
+            "[--base-quant none|nf4] [--json]",
+            forja::cli::run_decode_bench);

@@ -1,4 +1,4 @@
-# Batch-1 decode (issue 5), sourced by `bench/run_gpu.sh decode` after the CUDA build: forja-cli bench decode
+# Batch-1 decode, sourced by `bench/run_gpu.sh decode` after the CUDA build: forja-cli bench decode
 # with our decode kernels (kernels/decode) vs transformers' generate in the same run, at the TinyLlama-1.1B and
 # Mistral-7B shapes with 128- and 2048-token prompts; then ours with the kernels off (the stock LibTorch step).
 if [[ -n ${DECODE_PROFILE:-} ]]; then

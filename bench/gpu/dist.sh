@@ -1,4 +1,4 @@
-# Multi-GPU fine-tuning over NCCL (issue 8), sourced by `bench/run_gpu.sh dist` after the CUDA build ($CLI, $OUT,
+# Multi-GPU fine-tuning over NCCL, sourced by `bench/run_gpu.sh dist` after the CUDA build ($CLI, $OUT,
 # step). The machine lent has one GPU, so world size 1 only (2+ ranks are CI's test_dist_train, on Gloo):
 #  (a) the fixture model, fp32 on cuda:0, 8 steps: `train --gpus 1` (one NCCL rank) against the plain run; the
 #      adapters must agree to 1e-5 (relative, per tensor) and the losses too.

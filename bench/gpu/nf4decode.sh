@@ -1,4 +1,4 @@
-# Batch-1 decode on the NF4 base only (issue 10's decode target), sourced by `bench/run_gpu.sh nf4decode` after
+# Batch-1 decode on the NF4 base only, sourced by `bench/run_gpu.sh nf4decode` after
 # the CUDA build ($CLI, $OUT, step): the Mistral-7B shape with random weights quantized on the device, NF4 and
 # bf16 in the same run, each against its roofline (copy bandwidth measured in the same run / bytes a decode step
 # reads). The decoder's NF4 step runs kernels/decode's NF4 GEMV (RMSNorm / SwiGLU prologue, residual epilogue)

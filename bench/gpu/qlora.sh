@@ -1,4 +1,4 @@
-# QLoRA on the GPU machine (issue 10), sourced by `bench/run_gpu.sh qlora` after the CUDA build ($CLI, $OUT, step).
+# QLoRA on the GPU machine, sourced by `bench/run_gpu.sh qlora` after the CUDA build ($CLI, $OUT, step).
 # All at the Mistral-7B shape with random weights (forja-cli bench makes them on the device; no model files):
 #  (a) training, 4 x 1024 tokens, activation checkpointing on: QLoRA (NF4 base, double quantization) against our
 #      bf16 LoRA in the same run. Targets: peak GPU memory <= 10 GiB, tokens/s >= 0.8x bf16 LoRA's.

@@ -1,4 +1,4 @@
-// The fused CUDA kernels of kernels/fused (issue 9) as autograd operations: RMSNorm (with the residual add
+// The fused CUDA kernels of kernels/fused as autograd operations: RMSNorm (with the residual add
 // fused in), rotary embedding, SwiGLU and GELU-tanh. The model code asks applies() and otherwise runs its own
 // stock LibTorch formulation, which stays the fallback and the reference.
 //

@@ -1,7 +1,7 @@
-// The fused LM-head loss on the CPU (issue 9): the cross-entropy kernel's CPU reference
+// The fused LM-head loss on the CPU: the cross-entropy kernel's CPU reference
 // (forja_fused_cross_entropy_ref, kernels/fused/reference.cpp) against LibTorch's cross_entropy on the same
 // logits, and the chunked loss (core/train/loss.cpp) with a head that asks for its gradient. Sizes are odd;
-// labels include Hugging Face's ignore index -100 and whole chunks of it. Bars (issue 9): relative error
+// labels include Hugging Face's ignore index -100 and whole chunks of it. Bars: relative error
 // ‖got − want‖ / ‖want‖ <= 1e-5 in fp32; bf16 gradients <= 1e-2 (they are stored with an 8-bit mantissa).
 #include <QtTest>
 

@@ -20,7 +20,7 @@ using forja_test::ids_of;
 
 namespace {
 
-// The fp32 bar issue 2 set for parity with transformers; cached and uncached passes differ only in summation
+// The fp32 bar for parity with transformers; cached and uncached passes differ only in summation
 // order (a few ulp of logits of size ~1), far inside it.
 constexpr double kFp32Tolerance = 1e-4;
 

@@ -57,7 +57,7 @@ class TestMemoryEstimate : public QObject {
     const double mistral = allocator_gib(forja::estimate_train_memory(shape(kMistral), t));
     QVERIFY2(std::abs(mistral - 31.8) / 31.8 < 0.05, qPrintable(QString::number(mistral)));
     // Selective checkpointing: measured 9.46 GiB and 26.17 GiB at the same shapes (bench/RESULTS.md,
-    // kernels9_ours.sh).
+    // train_ours.sh).
     t.selective_checkpointing = true;
     const double mistral_sel = allocator_gib(forja::estimate_train_memory(shape(kMistral), t));
     QVERIFY2(std::abs(mistral_sel - 26.17) / 26.17 < 0.05, qPrintable(QString::number(mistral_sel)));

@@ -1,5 +1,5 @@
-// Reference parity on the CPU in fp32: each fixture model, loaded from the files transformers saved, must give
-// transformers' logits (max abs error <= 1e-4, the bar issue 2 sets) and its greedy continuation.
+// Reference parity on the CPU in fp32: each fixture model, loaded from the files transformers saved, must
+// give transformers' logits (max abs error <= 1e-4: fp32 summation order only) and its greedy continuation.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -51,14 +51,15 @@ class TestModelParity : public QObject {
   }
 
   void dtypes() {
-    // llama3 is stored in bf16: by default it loads in bf16, on request in fp32 (the fixture's storage dtypes).
+    // llama3 is stored in bf16: by default it loads in bf16, on request in fp32 (the fixture's storage
+    // dtypes).
     QCOMPARE(load_causal_lm(forja_test::fixture_dir("llama3"))->dtype(), at::kBFloat16);
     QCOMPARE(load_causal_lm(forja_test::fixture_dir("mistral"))->dtype(), at::kHalf);
     auto bf = load_causal_lm(forja_test::fixture_dir("qwen2"), {at::kBFloat16, at::kCPU});
     at::NoGradGuard no_grad;
     at::Tensor out = bf->forward(forja_test::expected("qwen2", "input_ids"));
     QCOMPARE(out.scalar_type(), at::kBFloat16);
-    // bf16 keeps ~3 significant digits: the bar for bf16 parity in issue 2 is a relative error of 2e-2.
+    // bf16 keeps ~3 significant digits: so the bar for bf16 parity is a relative error of 2e-2.
     QVERIFY(forja_test::relative_error(out, forja_test::expected("qwen2", "logits")) < 2e-2);
   }
 
@@ -77,7 +78,8 @@ class TestModelParity : public QObject {
     }
     QVERIFY(std::abs(s[0].perplexity - std::exp(-total / double(seq.size() - 1))) < 1e-3 * s[0].perplexity);
     QVERIFY_THROWS_EXCEPTION(forja::Error, score_sequences(*lm, {{1, 2, 999}}));  // id outside vocab 320
-    QVERIFY_THROWS_EXCEPTION(forja::Error, score_sequences(*lm, {std::vector<int64_t>(129, 1)}));  // context 128
+    QVERIFY_THROWS_EXCEPTION(forja::Error,
+                             score_sequences(*lm, {std::vector<int64_t>(129, 1)}));  // context 128
   }
 
   void weightsThatDoNotMatch() {

@@ -1,5 +1,5 @@
 // CUDA-graph decode against eager decode on the GPU: the same tokens and (fp32, TF32 off) the same logits
-// within 1e-4 (the fp32 parity bar of issue 2; graph and eager differ only in how many masked cache slots the
+// within 1e-4 (the fp32 parity bar; graph and eager differ only in how many masked cache slots the
 // attention sums over), for every fixture model, across a graph-bucket boundary, and with a LoRA adapter on.
 #include <ATen/core/grad_mode.h>
 #include <torch/cuda.h>

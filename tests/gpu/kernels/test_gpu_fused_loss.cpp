@@ -1,7 +1,7 @@
-// Issue 9's training pieces on CUDA. (1) The chunked LM-head loss (core/train/loss.cpp) with the fused
+// The fused training pieces on CUDA. (1) The chunked LM-head loss (core/train/loss.cpp) with the fused
 // cross-entropy kernel against the same loss on the LibTorch formulation (FORJA_KERNELS off), in fp32 and
 // bf16, at odd N / V / H with ignored rows and several chunk sizes: the summed loss and the hidden states'
-// gradient. Bars (issue 9): relative error <= 1e-5 in fp32, <= 1e-2 in bf16. (2) LoRA training on the llama
+// gradient. Bars: relative error <= 1e-5 in fp32, <= 1e-2 in bf16. (2) LoRA training on the llama
 // fixture in bf16 with selective checkpointing against without: the same loss and adapter gradients (the same
 // kernels run in the same order; only the A gradient's GEMM is arranged differently), within the bf16 bar.
 #include <ATen/ATen.h>

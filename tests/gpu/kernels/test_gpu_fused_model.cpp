@@ -1,6 +1,6 @@
 // The fixture models on CUDA with the fused kernels on and off (core/model/fused_ops.h): fp32 logits and the
 // gradients that reach the model's own weights without any LoRA adapter (the token embedding, which every
-// token's input gradient flows into, and the norm weights) agree within 1e-5 relative (issue 9's fp32 bar),
+// token's input gradient flows into, and the norm weights) agree within 1e-5 relative (the fp32 bar),
 // for a plain forward and for a packed batch (per-row positions, segments) with block recomputation. bf16
 // logits with the kernels stay within the bf16 parity bar (2e-2 relative to transformers' fp32 logits, as the
 // GPU parity suite).

@@ -1,4 +1,4 @@
-// QLoRA on CUDA (issue 10): quantizing on the GPU gives core/quant's CPU codes and absmax bit for bit; the
+// QLoRA on CUDA: quantizing on the GPU gives core/quant's CPU codes and absmax bit for bit; the
 // NF4 projection's forward and backward under autograd against the dequantized reference; 100 steps of QLoRA
 // against bf16 LoRA from the same initial adapter on a small Llama-shaped model (loss curves within 3 %, the
 // issue's bar); and the fused dequantize-GEMV of batch-1 decode against dequantize + GEMM.
@@ -158,7 +158,7 @@ void qlora_follows_lora() {
       lora.front(), lora.back(), qlora.front(), qlora.back(), worst);
   FORJA_CHECK(qlora.back() < 0.8 * qlora.front(), "QLoRA loss did not fall: %g -> %g", qlora.front(),
               qlora.back());
-  FORJA_CHECK(worst <= 0.03, "QLoRA loss curve differs from LoRA's by %g (issue 10: within 3 %%)", worst);
+  FORJA_CHECK(worst <= 0.03, "QLoRA loss curve differs from LoRA's by %g (the bar: within 3 %%)", worst);
 }
 
 void gemv_matches_gemm() {
@@ -189,7 +189,7 @@ void gemv_matches_gemm() {
   at::Tensor last = dec.decode(row.narrow(0, t - 1, 1), at::full({1}, t - 1, row.options()), t)[0];
   const double err = forja_test::relative_error(last, all[t - 1]);
   std::printf("NF4 model: decode step vs prefill logits rel err %.3g\n", err);
-  FORJA_CHECK(err <= 2e-2, "decode vs prefill on the NF4 model: %g (issue 2's bf16 bar)", err);
+  FORJA_CHECK(err <= 2e-2, "decode vs prefill on the NF4 model: %g (the bf16 bar)", err);
 }
 
 }  // namespace

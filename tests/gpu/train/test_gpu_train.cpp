@@ -1,6 +1,6 @@
 // LoRA training on CUDA: the PEFT fixture run (tests/fixtures/train, see make_train_fixtures.py) repeated on
 // the GPU in fp32 (fused AdamW, SDPA, chunked loss: per-step loss within 1e-4 of PEFT's CPU run, TF32 off)
-// and in bf16 (the mixed-precision path users train with: per-step loss within 2e-2, issue 2's bf16 bar),
+// and in bf16 (the mixed-precision path users train with: per-step loss within 2e-2, the bf16 bar),
 // plus activation recomputation on the GPU (same gradients as without it).
 #include <torch/cuda.h>
 
@@ -68,8 +68,8 @@ int main() {
       "llama on CUDA, worst per-step loss rel. error vs PEFT (fp32 CPU): fp32 %.3g, fp32 + recompute %.3g, "
       "bf16 %.3g\n",
       fp32, fp32_recompute, bf16);
-  FORJA_CHECK(fp32 <= 1e-4, "fp32 on CUDA: %g", fp32);  // issue 4's parity bar
+  FORJA_CHECK(fp32 <= 1e-4, "fp32 on CUDA: %g", fp32);  // the fp32 parity bar with PEFT
   FORJA_CHECK(fp32_recompute <= 1e-4, "fp32 + recompute on CUDA: %g", fp32_recompute);
-  FORJA_CHECK(bf16 <= 2e-2, "bf16 on CUDA: %g", bf16);  // issue 2's bf16 bar
+  FORJA_CHECK(bf16 <= 2e-2, "bf16 on CUDA: %g", bf16);  // the bf16 bar
   return forja_test::finish("gpu train");
 }

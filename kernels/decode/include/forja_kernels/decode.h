@@ -1,4 +1,4 @@
-/* Forja's batch-1 decode kernels (issue 5): the single-token step of a Llama-family layer in few launches,
+/* Forja's batch-1 decode kernels: the single-token step of a Llama-family layer in few launches,
  * each reading its weights once at close to the memory bandwidth.
  *
  *  - forja_decode_gemv_bf16: y = act(x)·Wᵀ (+ bias) (+ residual) for one token, where act is nothing, the

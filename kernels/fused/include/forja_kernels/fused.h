@@ -1,4 +1,4 @@
-/* Forja's fused Llama/GPT-2 layer kernels (issue 9): RMSNorm with the residual add, rotary embedding, SwiGLU
+/* Forja's fused Llama/GPT-2 layer kernels: RMSNorm with the residual add, rotary embedding, SwiGLU
  * and GELU-tanh, forward and backward, and the softmax / cross-entropy half of the fused LM-head loss, in
  * fp32 and bf16 with fp32 arithmetic inside.
  *

@@ -1,4 +1,4 @@
-/* Forja's NF4 kernels (issue 10, QLoRA): dequantize an NF4 weight to bf16, and the fused dequantize-GEMV of
+/* Forja's NF4 kernels (QLoRA): dequantize an NF4 weight to bf16, and the fused dequantize-GEMV of
  * batch-1 decode. The format is core/quant's (forja/nf4.h), restated here so that this folder stands alone:
  *
  *  - n elements, flat row-major, in blocks of `block_size` consecutive elements, each with an fp32 absmax;

@@ -1,5 +1,5 @@
-# Issue 9's training bench, ours only (when device time is short): both shapes, plain and with selective
-# checkpointing, with every kernel on. Compare with HF + PEFT from bench/gpu/kernels9.sh's full run (or an earlier
+# The fused-kernel training bench, ours only (when device time is short): both shapes, plain and with selective
+# checkpointing, with every kernel on. Compare with HF + PEFT from bench/gpu/train_vs_peft.sh's full run (or an earlier
 # run on the same machine, saying so).
 step "training bench (ours only): kernels, fused loss, LoRA epilogue; plain and selective checkpointing"
 for mode in off selective; do
