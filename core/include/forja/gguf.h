@@ -47,6 +47,7 @@ class GgufWriter {
   // Metadata keep their insertion order; a key given twice keeps the last value.
   void set(const std::string& key, GgufValue value);
   void add_tensor(GgufTensor tensor);
+  size_t tensor_count() const { return tensors_.size(); }
   // Writes the file crash-safely (a temporary beside `path`, then renamed over it), one tensor in memory at a
   // time. Throws forja::Error naming the path when it cannot, or a tensor whose data does not match its shape
   // and type.

@@ -12,6 +12,7 @@
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/tokenizer.h"
+#include "gguf_vocab.h"
 #include "qtest_util.h"
 #include "utf8.h"
 
@@ -128,6 +129,46 @@ class TestTokenizerInputs : public QObject {
     }
     write_file(d / "tokenizer.json", good.dump());
     QVERIFY(forja::Tokenizer::load(d.string()).vocab_size() > 0);
+  }
+
+  // The vocabulary as GGUF's keys hold it: SentencePiece pieces keep their ids, scores and types; a broken
+  // tokenizer.model or a float id is an error naming the file.
+  void gguf_vocab_from_sentencepiece_and_bad_inputs() {
+    const fs::path sp_dir = fs::path(FORJA_FIXTURES_DIR) / "gguf" / "sp_bpe_320";
+    const auto v = forja::tokenizer::read_gguf_vocab(sp_dir, 330);
+    QCOMPARE(v.model, std::string("llama"));
+    QCOMPARE(v.tokens.size(), size_t{330});
+    const auto sp = forja::tokenizer::parse_sentencepiece_model(
+        forja::read_text_file(sp_dir / "tokenizer.model"), sp_dir / "tokenizer.model");
+    QCOMPARE(sp.model_type, 2);
+    QVERIFY(sp.pieces.size() <= 330);
+    for (size_t i = 0; i < sp.pieces.size(); ++i) {
+      QCOMPARE(v.tokens[i], sp.pieces[i]);
+      QCOMPARE(v.scores[i], sp.scores[i]);
+    }
+    QCOMPARE(v.tokens.back(), std::string("[PAD329]"));  // an id no piece has
+    QCOMPARE(v.types.back(), int32_t{forja::tokenizer::kGgufUnused});
+    // Every cut of the protobuf is either a shorter valid message or an error naming the file.
+    const std::string data = forja::read_text_file(sp_dir / "tokenizer.model");
+    for (size_t cut : {size_t{1}, size_t{2}, size_t{7}, data.size() / 3, data.size() - 1}) {
+      try {
+        forja::tokenizer::parse_sentencepiece_model(std::string_view(data).substr(0, cut), "cut.model");
+      } catch (const forja::Error& e) {
+        QVERIFY2(e.message().find("cut.model") != std::string::npos, e.message().c_str());
+      }
+    }
+    expect_error([] { forja::tokenizer::parse_sentencepiece_model("\x0a\xff", "x.model"); },
+                 {"x.model", "broken protobuf"});
+    QTemporaryDir tmp;
+    const fs::path d = copy_fixture(tmp.path().toStdString(), "gpt2_bpe");
+    json t = json::parse(forja::read_text_file(d / "tokenizer.json"));
+    t["model"]["vocab"].begin().value() = 9.1e127;
+    write_file(d / "tokenizer.json", t.dump());
+    expect_error([&] { forja::tokenizer::read_gguf_vocab(d, 4096); },
+                 {"tokenizer.json", "not a whole number"});
+    write_file(d / "tokenizer.json", "[1, 2]");
+    expect_error([&] { forja::tokenizer::read_gguf_vocab(d, 4096); },
+                 {"tokenizer.json", "not a tokenizer.json"});
   }
 
   void tokenizer_json_is_dev_zero() {
