@@ -11,7 +11,6 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
-#include <QProcess>
 #include <QPushButton>
 #include <QShortcut>
 #include <QSplitter>
@@ -21,13 +20,15 @@
 
 #include "plot.h"
 
+#include <filesystem>
 #include <set>
 
 #include "error_box.h"
 #include "forja/error.h"
 #include "format.h"
+#include "jobs/export_job.h"
+#include "jobs/job_monitor.h"
 #include "theme.h"
-#include "train_worker.h"
 
 namespace forja::ui {
 namespace {
@@ -101,12 +102,17 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
     if (!path.isEmpty()) export_selected(QStringLiteral("hf"), path);
   });
   export_->setMenu(export_menu);
+  cancel_export_ = new QPushButton(tr("Cancel export"));
+  cancel_export_->setObjectName(QStringLiteral("cancelExportButton"));
+  cancel_export_->setVisible(false);
+  connect(cancel_export_, &QPushButton::clicked, this, &RunsPane::cancel_export);
   export_status_ = new QLabel;
   export_status_->setObjectName(QStringLiteral("exportStatus"));
   auto* top = new QHBoxLayout;
   top->addWidget(summary_, 1);
   top->addWidget(export_status_);
   top->addWidget(export_);
+  top->addWidget(cancel_export_);
   top->addWidget(chat_);
   top->addWidget(refresh_button);
   top->addWidget(delete_);
@@ -338,6 +344,7 @@ void RunsPane::update_buttons() {
     if (ids.size() == 1 && r.id == ids.front()) one_with_adapter = !r.adapter_path.empty();
   chat_->setEnabled(one_with_adapter);
   export_->setEnabled(one_with_adapter && !exporting());
+  cancel_export_->setVisible(exporting());
 }
 
 void RunsPane::export_selected(const QString& format, const QString& destination) {
@@ -347,54 +354,48 @@ void RunsPane::export_selected(const QString& format, const QString& destination
     if (ids.size() == 1 && r.id == ids.front() && !r.adapter_path.empty()) run = &r;
   if (run == nullptr || exporting()) return;
   error_->clear();
-  QStringList args = {QStringLiteral("export"),
-                      QString::fromStdString(run->model_dir),
-                      QStringLiteral("--adapter"),
-                      QString::fromStdString(run->adapter_path),
-                      QStringLiteral("--merge"),
-                      QStringLiteral("--format"),
-                      format,
-                      QStringLiteral("--out"),
-                      destination};
+  forja::ExportOptions options;
+  options.model_dir = run->model_dir;
+  options.adapter_dir = std::filesystem::path(run->adapter_path);
+  options.out = destination.toStdString();
+  options.format =
+      format == QLatin1String("gguf") ? forja::ExportFormat::Gguf : forja::ExportFormat::HfFolder;
   // A QLoRA run's adapter belongs to the 4-bit base it was trained on.
   const QJsonObject config = QJsonDocument::fromJson(QByteArray::fromStdString(run->config_json)).object();
-  if (config.value(QStringLiteral("base_quant")).toString() == QLatin1String("nf4"))
-    args << QStringLiteral("--base-quant") << QStringLiteral("nf4") << QStringLiteral("--nf4-double-quant")
-         << (config.value(QStringLiteral("nf4_double_quant")).toBool(true) ? QStringLiteral("on")
-                                                                           : QStringLiteral("off"));
-  export_process_ = new QProcess(this);
-  export_process_->setProgram(TrainWorker::cli_path());
-  export_process_->setArguments(args);
-  export_status_->setText(tr("Exporting “%1”…").arg(QString::fromStdString(run->name)));
-  auto done = [this, destination](bool ok, const QString& problem) {
-    const QByteArray err = export_process_->readAllStandardError();
-    export_process_->deleteLater();
-    export_process_ = nullptr;
-    if (ok) {
-      export_status_->setText(tr("Exported to %1").arg(QDir::toNativeSeparators(destination)));
-    } else {
-      // forja-cli says "error: …" and "hint: …" on its standard error.
-      QString message = problem, hint;
-      for (const QString& line : QString::fromUtf8(err).split(QLatin1Char('\n'))) {
-        if (line.startsWith(QLatin1String("error: "))) message = line.mid(7);
-        if (line.startsWith(QLatin1String("hint: "))) hint = line.mid(6);
-      }
-      export_status_->clear();
-      error_->show_error(tr("The export did not finish: %1").arg(message), hint);
-    }
+  options.base_nf4 = config.value(QStringLiteral("base_quant")).toString() == QLatin1String("nf4");
+  options.nf4_double_quant = config.value(QStringLiteral("nf4_double_quant")).toBool(true);
+  auto* job = new ExportJob(std::move(options));
+  export_job_ = job;
+  const QString name = QString::fromStdString(run->name);
+  export_status_->setText(tr("Exporting “%1”…").arg(name));
+  connect(job, &Job::progressed, this, [this, name](double fraction, const QString&) {
+    if (fraction >= 0)
+      export_status_->setText(tr("Exporting “%1”… %2%").arg(name).arg(static_cast<int>(fraction * 100)));
+  });
+  connect(job, &ExportJob::exported, this, [this, destination](const QString&, const QStringList& notes) {
+    export_status_->setText(tr("Exported to %1").arg(QDir::toNativeSeparators(destination)));
+    export_status_->setToolTip(notes.join(QLatin1Char('\n')));
+    Q_EMIT export_finished(true, destination);
+  });
+  connect(job, &Job::failed, this, [this, destination](const QString& message, const QString& hint) {
+    export_status_->clear();
+    error_->show_error(tr("The export did not finish: %1").arg(message), hint);
+    Q_EMIT export_finished(false, destination);
+  });
+  connect(job, &Job::cancelled, this, [this, destination] {
+    export_status_->setText(tr("Export cancelled; nothing was written"));
+    Q_EMIT export_finished(false, destination);
+  });
+  connect(job, &Job::ended, this, [this] {
+    export_job_ = nullptr;
     update_buttons();
-    Q_EMIT export_finished(ok, destination);
-  };
-  connect(export_process_, &QProcess::finished, this, [done](int code, QProcess::ExitStatus status) {
-    done(status == QProcess::NormalExit && code == 0, tr("the exporter stopped (exit code %1)").arg(code));
   });
-  connect(export_process_, &QProcess::errorOccurred, this, [this, done](QProcess::ProcessError e) {
-    if (e == QProcess::FailedToStart)
-      done(false,
-           tr("%1 could not be started: %2").arg(TrainWorker::cli_path(), export_process_->errorString()));
-  });
-  export_process_->start();
+  context_.jobs->start(job);
   update_buttons();
+}
+
+void RunsPane::cancel_export() {
+  if (export_job_) export_job_->cancel();
 }
 
 void RunsPane::delete_selected() {

@@ -5,18 +5,19 @@
 #pragma once
 
 #include <QByteArray>
+#include <QPointer>
 #include <QString>
 
 #include <cstdint>
 #include <vector>
 
 #include "forja/journal.h"
+#include "jobs/export_job.h"
 #include "pane.h"
 
 class QCustomPlot;
 class QLabel;
 class QPlainTextEdit;
-class QProcess;
 class QPushButton;
 class QTimer;
 class QTreeWidget;
@@ -53,11 +54,14 @@ class RunsPane : public Pane {
   void select_runs(const std::vector<int64_t>& ids);
   // Asks for confirmation, then deletes the selected runs that are not running.
   void delete_selected();
-  // The selected run's adapter merged into its base model, written by `forja-cli export` in the background:
-  // format "hf" (a Hugging Face folder) or "gguf" (one .gguf file) at `destination`. export_finished says how
-  // it went; a failure shows in the error box with the exporter's own words.
+  // The selected run's adapter merged into its base model, written by an export job (forja/export.h) in the
+  // background: format "hf" (a Hugging Face folder) or "gguf" (one .gguf file) at `destination`.
+  // export_finished says how it went (false when cancelled); a failure shows in the error box with the
+  // exporter's own words.
   void export_selected(const QString& format, const QString& destination);
-  bool exporting() const { return export_process_ != nullptr; }
+  // Stops the export at its next tensor or file; nothing is left at the destination.
+  void cancel_export();
+  bool exporting() const { return export_job_ != nullptr; }
   // How often the pane looks for new runs and metrics while it is visible.
   static constexpr int kPollIntervalMs = 2000;
 
@@ -89,7 +93,8 @@ class RunsPane : public Pane {
   QPushButton* chat_;
   QPushButton* export_;
   QLabel* export_status_;
-  QProcess* export_process_ = nullptr;
+  QPushButton* cancel_export_;
+  QPointer<ExportJob> export_job_;
   bool journal_error_ = false;  // the error box shows the journal's error (cleared once it reads again)
   QTimer* poll_;
 };

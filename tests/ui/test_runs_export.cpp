@@ -1,0 +1,134 @@
+// The Runs pane's export runs in the window's process as a job (forja/export.h), with progress and a Cancel
+// button: a run from the journal (the llama fixture and its PEFT adapter) is exported as a Hugging Face
+// folder, an export is cancelled, and one whose destination is taken fails with the exporter's words.
+#include <QDir>
+#include <QFile>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeWidget>
+
+#include "error_box.h"
+#include "forja/journal.h"
+#include "jobs/job.h"
+#include "main_window.h"
+#include "panes/runs_pane.h"
+#include "ui_test_support.h"
+
+namespace {
+
+const std::string kModel = FORJA_FIXTURES_DIR "/models/llama";
+const std::string kAdapter = FORJA_FIXTURES_DIR "/train/llama/final";
+
+}  // namespace
+
+class TestRunsExport : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() { forja::test::init_ui_test_environment("test_runs_export"); }
+
+  void init() {
+    QSettings().clear();
+    tmp_ = new QTemporaryDir;
+    const QString journal_path = tmp_->filePath(QStringLiteral("journal.db"));
+    {
+      forja::Journal journal(journal_path.toStdString());
+      forja::NewRun r;
+      r.name = "fixture-run";
+      r.model_dir = kModel;
+      r.dataset_path = "data.jsonl";
+      r.config_json = "{}";
+      r.total_steps = 8;
+      const int64_t id = journal.create_run(r);
+      journal.finish_run(id, forja::RunStatus::Completed, 1.5, std::nullopt, kAdapter);
+    }
+    window_ = new forja::ui::MainWindow({journal_path});
+    window_->show();
+    pane_ = window_->runs_pane();
+    pane_->refresh();
+    auto* list = pane_->findChild<QTreeWidget*>(QStringLiteral("runList"));
+    QTRY_COMPARE_WITH_TIMEOUT(list->topLevelItemCount(), 1, 5000);
+    list->setCurrentItem(list->topLevelItem(0));
+  }
+
+  void cleanup() {
+    QVERIFY(forja::ui::Job::cancel_all_and_wait(10000));
+    delete window_;
+    delete tmp_;
+  }
+
+  void exportsInTheBackgroundWithProgress() {
+    auto* button = pane_->findChild<QPushButton*>(QStringLiteral("exportRunButton"));
+    auto* cancel = pane_->findChild<QPushButton*>(QStringLiteral("cancelExportButton"));
+    auto* status = pane_->findChild<QLabel*>(QStringLiteral("exportStatus"));
+    QVERIFY(button->isEnabled());
+    QVERIFY(!cancel->isVisibleTo(pane_));
+    QSignalSpy finished(pane_, &forja::ui::RunsPane::export_finished);
+    const QString folder = tmp_->filePath(QStringLiteral("merged"));
+    pane_->export_selected(QStringLiteral("hf"), folder);
+    QVERIFY(pane_->exporting());
+    QVERIFY(!button->isEnabled());
+    QVERIFY(cancel->isVisibleTo(pane_));
+    QVERIFY(status->text().contains(QStringLiteral("fixture-run")));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    QCOMPARE(finished.at(0).at(0).toBool(), true);
+    QVERIFY(QFile::exists(folder + QStringLiteral("/model.safetensors")));
+    QVERIFY(QFile::exists(folder + QStringLiteral("/config.json")));
+    QVERIFY(status->text().contains(QDir::toNativeSeparators(folder)));
+    QVERIFY(!pane_->exporting());
+    QVERIFY(button->isEnabled());
+    QVERIFY(!cancel->isVisibleTo(pane_));
+  }
+
+  // Cancel is pressed at once, while the job is still loading the model. The export then ends with nothing
+  // at the destination; should the machine have let the whole export finish before the click landed, the
+  // folder must then be whole.
+  void cancelLeavesNothingBehind() {
+    auto* cancel = pane_->findChild<QPushButton*>(QStringLiteral("cancelExportButton"));
+    QSignalSpy finished(pane_, &forja::ui::RunsPane::export_finished);
+    const QString folder = tmp_->filePath(QStringLiteral("cancelled"));
+    pane_->export_selected(QStringLiteral("hf"), folder);
+    QTest::mouseClick(cancel, Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    if (finished.at(0).at(0).toBool()) {
+      qInfo("the export finished before the click reached it");
+      QVERIFY(QFile::exists(folder + QStringLiteral("/model.safetensors")));
+    } else {
+      QVERIFY(!QFile::exists(folder));
+      QVERIFY(pane_->findChild<QLabel*>(QStringLiteral("exportStatus"))
+                  ->text()
+                  .contains(QStringLiteral("cancelled")));
+      // Nothing beside it either: no staging folder survives.
+      QCOMPARE(QDir(tmp_->path()).entryList(QDir::Dirs | QDir::NoDotAndDotDot), QStringList());
+    }
+    QVERIFY(!pane_->exporting());
+  }
+
+  void takenDestinationShowsTheExportersWords() {
+    QSignalSpy finished(pane_, &forja::ui::RunsPane::export_finished);
+    const QString folder = tmp_->filePath(QStringLiteral("taken"));
+    QDir().mkpath(folder);
+    QFile keep(folder + QStringLiteral("/notes.txt"));
+    QVERIFY(keep.open(QIODevice::WriteOnly));
+    keep.write("mine");
+    keep.close();
+    pane_->export_selected(QStringLiteral("hf"), folder);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    QCOMPARE(finished.at(0).at(0).toBool(), false);
+    auto* box = pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("runsError"));
+    QVERIFY(box->isVisibleTo(pane_));
+    QVERIFY2(box->message().contains(QStringLiteral("not empty")), qPrintable(box->message()));
+    QVERIFY(QFile::exists(folder + QStringLiteral("/notes.txt")));
+  }
+
+ private:
+  QTemporaryDir* tmp_ = nullptr;
+  forja::ui::MainWindow* window_ = nullptr;
+  forja::ui::RunsPane* pane_ = nullptr;
+};
+
+QTEST_MAIN(TestRunsExport)
+#include "test_runs_export.moc"
