@@ -5,9 +5,13 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <cstring>
+
 #include "causal_lm.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
+#include "forja/safetensors.h"
+#include "forja/score.h"
 #include "reference.h"
 #include "score.h"
 
@@ -80,6 +84,51 @@ class TestModelParity : public QObject {
     QVERIFY_THROWS_EXCEPTION(forja::Error, score_sequences(*lm, {{1, 2, 999}}));  // id outside vocab 320
     QVERIFY_THROWS_EXCEPTION(forja::Error,
                              score_sequences(*lm, {std::vector<int64_t>(129, 1)}));  // context 128
+  }
+
+  // The public door (forja/score.h): the ids file as forja-cli score reads it, and the model loaded by path;
+  // the same log-probs as above, and the logits dumped as transformers computed them.
+  void scoreThroughThePublicApi() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString();
+    at::Tensor ids = forja_test::expected("llama", "input_ids")[0];
+    std::vector<int64_t> seq(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+    std::string text = "[";
+    for (size_t i = 0; i < seq.size(); ++i) text += (i ? "," : "") + std::to_string(seq[i]);
+    write_file_atomic(dir + "/flat.json", text + "]");
+    const auto read = read_id_sequences(dir + "/flat.json");
+    QCOMPARE(read.size(), size_t{1});
+    QCOMPARE(read[0], seq);
+    ScoreOptions o;
+    o.model_dir = forja_test::fixture_dir("llama");
+    o.dump_logits = dir + "/logits.safetensors";
+    const auto s = score_model(o, read);
+    auto lm = load_causal_lm(o.model_dir, {at::kFloat, at::kCPU});
+    const auto direct = score_sequences(*lm, {seq});
+    QCOMPARE(s[0].token_logprobs, direct[0].token_logprobs);
+    const auto dumped = io::SafetensorsFile::open(*o.dump_logits);
+    const auto& info = dumped.at("logits");
+    QCOMPARE(info.shape, (std::vector<int64_t>{1, static_cast<int64_t>(seq.size()), 320}));
+    at::Tensor logits = at::empty(info.shape, at::kFloat);
+    std::memcpy(logits.data_ptr(), dumped.bytes(info).data(), dumped.bytes(info).size());
+    QVERIFY(forja_test::max_abs_error(logits[0], forja_test::expected("llama", "logits")[0]) < 1e-4);
+    // Files that are not lists of whole-number lists name the file and the entry.
+    for (const auto& [content, part] :
+         std::vector<std::pair<std::string, std::string>>{{"[[1, 2], [3, 4.5]]", "entry 1"},
+                                                          {"{\"ids\": [1]}", "list"},
+                                                          {"[[1], 7]", "entry 1"},
+                                                          {"[[1, 9.1e127]]", "whole number"},
+                                                          {"[1, 2", "not valid JSON"}}) {
+      write_file_atomic(dir + "/bad.json", content);
+      try {
+        read_id_sequences(dir + "/bad.json");
+        QFAIL(("accepted " + content).c_str());
+      } catch (const Error& e) {
+        QVERIFY2(
+            e.message().find("bad.json") != std::string::npos && e.message().find(part) != std::string::npos,
+            e.message().c_str());
+      }
+    }
   }
 
   void weightsThatDoNotMatch() {
