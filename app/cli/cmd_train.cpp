@@ -24,14 +24,12 @@
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/train.h"
-#include "run.h"
+#include "forja/train_run.h"
 #if FORJA_HAS_STORE
-#include "forja/journal.h"
+#include "forja/run_recorder.h"
 #endif
-#include "data_parallel.h"
 #if FORJA_HAS_DIST
-#include "dist.h"
-#include "launcher.h"
+#include "forja/dist.h"
 #endif
 
 namespace {
@@ -77,181 +75,6 @@ void emit(const nlohmann::ordered_json& j) {
   std::printf("%s\n", j.dump().c_str());
   std::fflush(stdout);
 }
-
-// The run's row in the journal. A journal that cannot be written costs the history, never the run: what
-// could not be written is kept in memory and written with the next step that succeeds (the disk was full for
-// a while), and the problem is said once.
-class RunJournal {
- public:
-  using Say = std::function<void(const std::string&)>;
-#if FORJA_HAS_STORE
-  RunJournal(const std::string& journal_path, const forja::TrainConfig& config, const Say& say) : say_(say) {
-    namespace fs = std::filesystem;
-    try {
-      journal_ = std::make_unique<forja::Journal>(journal_path.empty() ? forja::default_journal_path()
-                                                                       : fs::path(journal_path));
-    } catch (const forja::Error& e) {
-      say_("the run journal is not kept for this run: " + e.message());
-      journal_.reset();
-      return;
-    }
-    const fs::path marker = fs::path(config.output_dir) / "journal.json";
-    const std::string here = fs::absolute(journal_->path()).string();
-    if (fs::exists(marker)) {
-      // A marker that is not ours is never overwritten: it may be the only link to a run's history.
-      const auto j = nlohmann::json::parse(forja::read_text_file(marker), nullptr, false);
-      if (!j.is_object() || !j.contains("journal") || !j["journal"].is_string() || !j.contains("run_id") ||
-          !j["run_id"].is_number_integer())
-        forja::throw_file_error(marker.string(),
-                                "is not a run marker (a JSON object with \"journal\" and \"run_id\")",
-                                "Restore it, or move it away to record this run as a new one.");
-      if (j["journal"].get<std::string>() == here && journal_->run(j["run_id"].get<int64_t>()))
-        run_id_ = j["run_id"].get<int64_t>();
-    }
-    try {
-      if (run_id_ != 0) journal_->resume_run(run_id_, getpid());
-      else
-        create(config, marker, here);
-    } catch (const forja::Error& e) {
-      say_("the run journal is not kept for this run: " + e.message());
-      journal_.reset();
-      run_id_ = 0;
-    }
-  }
-  void create(const forja::TrainConfig& config, const std::filesystem::path& marker, const std::string& here) {
-    {
-      forja::NewRun r;
-      r.name = std::filesystem::path(config.output_dir).filename().string();
-      r.model_dir = config.model_dir;
-      r.dataset_path = config.train_file;
-      r.config_json = forja::train_config_to_json(config);
-      r.total_steps = config.max_steps;
-      r.worker_pid = getpid();
-      run_id_ = journal_->create_run(r);
-      forja::write_file_atomic(marker, nlohmann::json({{"journal", here}, {"run_id", run_id_}}).dump() + "\n");
-    }
-  }
-  int64_t id() const {
-    return run_id_;
-  }
-  // The run starts at `step`: later rows are of steps it does again.
-  void start(int64_t step, const std::vector<forja::train::SavedCheckpoint>& on_disk) {
-    pending_start_ = {step, records(on_disk, std::nullopt, 0)};
-    flush();
-  }
-  void step(const forja::TrainProgress& p) {
-    forja::MetricPoint m;
-    m.step = p.step;
-    m.loss = p.loss;
-    m.eval_loss = p.eval_loss;
-    m.lr = p.learning_rate;
-    m.grad_norm = p.grad_norm;
-    m.tokens_per_s = p.tokens_per_second;
-    m.time_ms = forja::journal_now_ms();
-    if (p.gpu_allocated_gib > 0) m.gpu_memory_bytes = static_cast<int64_t>(p.gpu_allocated_gib * (1 << 30));
-    pending_metrics_.push_back(m);
-    last_loss_ = p.loss;
-    if (p.eval_loss) last_eval_ = p.eval_loss;
-    flush();
-  }
-  void checkpoint(const forja::train::SavedCheckpoint& saved, double loss,
-                  const std::vector<forja::train::SavedCheckpoint>& on_disk) {
-    pending_checkpoints_ = records(on_disk, loss, saved.step);
-    flush();
-  }
-  void done(const forja::TrainResult& r) {
-    final_ = [this, r] {
-      switch (r.outcome) {
-        case forja::TrainOutcome::Finished:
-        case forja::TrainOutcome::EarlyStopped:
-          journal_->finish_run(run_id_, forja::RunStatus::Completed, last_loss_, last_eval_, r.adapter_dir);
-          break;
-        case forja::TrainOutcome::Paused:
-        case forja::TrainOutcome::Cancelled:
-          journal_->finish_run(run_id_, forja::RunStatus::Stopped, last_loss_, last_eval_, "");
-          break;
-      }
-    };
-    finish();
-  }
-  void failed(const forja::Error& e) {
-    final_ = [this, e] { journal_->fail_run(run_id_, e.message(), e.hint()); };
-    finish();
-  }
-
- private:
-  static std::vector<forja::CheckpointRecord> records(const std::vector<forja::train::SavedCheckpoint>& on_disk,
-                                                      std::optional<double> loss, int64_t loss_step) {
-    std::vector<forja::CheckpointRecord> out;
-    for (const auto& c : on_disk) {
-      forja::CheckpointRecord r;
-      r.step = c.step;
-      r.path = c.path;
-      if (c.step == loss_step) r.loss = loss;
-      out.push_back(r);
-    }
-    return out;
-  }
-  // Writes what is pending, oldest first; what fails stays pending for the next call.
-  bool flush() {
-    if (!journal_ || run_id_ == 0) return false;
-    try {
-      if (pending_start_) {
-        journal_->rewind_run(run_id_, pending_start_->first, pending_start_->second);
-        pending_start_.reset();
-      }
-      if (!pending_metrics_.empty()) {
-        journal_->append_metrics(run_id_, pending_metrics_);
-        pending_metrics_.clear();
-      }
-      if (pending_checkpoints_) {
-        journal_->set_checkpoints(run_id_, *pending_checkpoints_);
-        pending_checkpoints_.reset();
-      }
-      if (failing_) say_("the run journal is written again; nothing was lost");
-      failing_ = false;
-      return true;
-    } catch (const forja::Error& e) {
-      if (!failing_)
-        say_("the run journal cannot be written (" + e.message() +
-             "); the records are kept in memory and written when it can be");
-      failing_ = true;
-      return false;
-    }
-  }
-  void finish() {
-    if (!flush()) {
-      if (journal_ && run_id_ != 0)
-        say_("the run journal lost this run's last records: it could not be written when the run ended");
-      return;
-    }
-    try {
-      final_();
-    } catch (const forja::Error& e) {
-      say_("the run journal could not record how this run ended: " + e.message());
-    }
-  }
-  std::unique_ptr<forja::Journal> journal_;
-  int64_t run_id_ = 0;
-  std::optional<double> last_loss_, last_eval_;
-  std::optional<std::pair<int64_t, std::vector<forja::CheckpointRecord>>> pending_start_;
-  std::vector<forja::MetricPoint> pending_metrics_;
-  std::optional<std::vector<forja::CheckpointRecord>> pending_checkpoints_;
-  std::function<void()> final_;
-  bool failing_ = false;
-#else
-  RunJournal(const std::string&, const forja::TrainConfig&, const Say& say) : say_(say) {}
-  int64_t id() const {
-    return 0;
-  }
-  void start(int64_t, const std::vector<forja::train::SavedCheckpoint>&) {}
-  void step(const forja::TrainProgress&) {}
-  void checkpoint(const forja::train::SavedCheckpoint&, double, const std::vector<forja::train::SavedCheckpoint>&) {}
-  void done(const forja::TrainResult&) {}
-  void failed(const forja::Error&) {}
-#endif
-  Say say_;
-};
 
 #if FORJA_HAS_DIST
 int count_option(const forja::cli::Args& args, const char* name, int fallback, int lowest) {
@@ -322,28 +145,18 @@ int run_train(forja::cli::Args& args) {
   std::signal(SIGTERM, on_stop_signal);
   forja::train::RunHooks hooks;
   // A worker of a data-parallel run (started by --nproc / --gpus, or by hand with torchrun's variables).
-  std::unique_ptr<forja::train::DataParallel> data_parallel;
 #if FORJA_HAS_DIST
-  if (const auto env = forja::dist::dist_env_from_environment()) {
-    const char* backend = std::getenv("FORJA_DIST_BACKEND");
-    const bool nccl = backend ? std::string(backend) == "nccl" : config.device.rfind("cuda", 0) == 0;
-    if (nccl)
-      config.device = "cuda:" + std::to_string(env->local_rank);
-    else if (config.device == "auto")
-      config.device = "cpu";
-    data_parallel =
-        forja::dist::connect(*env, nccl ? forja::dist::Backend::Nccl : forja::dist::Backend::Gloo);
-    hooks.data_parallel = data_parallel.get();
-  }
-#endif
+  const auto worker = forja::dist::join_data_parallel_run(config);
+  if (worker) hooks.data_parallel = worker->group.get();
   // The other ranks train in silence: rank 0 speaks for the run (their errors still reach stderr).
-  if (data_parallel && data_parallel->rank() != 0) {
+  if (worker && worker->rank != 0) {
     hooks.on_progress = [](const forja::TrainProgress&) {
       return g_stop.load() ? forja::TrainControl::Pause : forja::TrainControl::Continue;
     };
     forja::train::run_training_from_files(config, hooks);
     return 0;
   }
+#endif
   hooks.on_message = [&](const std::string& m) {
     if (json_progress)
       emit({{"event", "message"}, {"text", m}});
@@ -352,9 +165,33 @@ int run_train(forja::cli::Args& args) {
   };
   // Before the journal's marker is read or written: a second run on this folder stops here.
   const auto lock = forja::train::lock_output_dir(config.output_dir);
-  std::unique_ptr<RunJournal> journal;
-  if (!no_journal)
-    journal = std::make_unique<RunJournal>(args.option_or("journal", ""), config, hooks.on_message);
+#if FORJA_HAS_STORE
+  std::unique_ptr<forja::RunRecorder> journal;
+  if (!no_journal) {
+    forja::NewRun r;
+    r.name = std::filesystem::path(config.output_dir).filename().string();
+    r.model_dir = config.model_dir;
+    r.dataset_path = config.train_file;
+    r.config_json = forja::train_config_to_json(config);
+    r.total_steps = config.max_steps;
+    r.worker_pid = getpid();
+    journal = std::make_unique<forja::RunRecorder>(args.option_or("journal", ""), config.output_dir, r,
+                                                   hooks.on_message);
+  }
+#else
+  // No SQLite in this build: the run keeps no history (the recorder's calls below are never made).
+  struct NoRecorder {
+    int64_t id() const { return 0; }
+    void start(int64_t, const std::vector<forja::train::SavedCheckpoint>&) {}
+    void step(const forja::TrainProgress&) {}
+    void checkpoint(const forja::train::SavedCheckpoint&, double,
+                    const std::vector<forja::train::SavedCheckpoint>&) {}
+    void done(const forja::TrainResult&) {}
+    void failed(const forja::Error&) {}
+  };
+  std::unique_ptr<NoRecorder> journal;
+  (void)no_journal;
+#endif
   hooks.on_start = [&](int64_t step, const std::vector<forja::train::SavedCheckpoint>& on_disk) {
     if (journal) journal->start(step, on_disk);
   };

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "data_parallel.h"
+#include "forja/dist.h"
 
 namespace forja::dist {
 
@@ -28,9 +29,6 @@ struct DistEnv {
 std::optional<DistEnv> dist_env_from_environment();
 
 enum class Backend { Gloo, Nccl };
-
-// True when this build has the NCCL process group (LibTorch with CUDA and NCCL's headers).
-bool has_nccl();
 
 // Joins the run: connects to rank 0's store (rank 0 serves it) and creates the process group. NCCL sums CUDA
 // tensors on `cuda:local_rank`; Gloo sums CPU tensors. Tensors on another device are copied there and back.

@@ -93,6 +93,22 @@ bool has_nccl() {
   return compat::kHasNccl;
 }
 
+std::optional<DataParallelWorker> join_data_parallel_run(TrainConfig& config) {
+  const auto env = dist_env_from_environment();
+  if (!env) return std::nullopt;
+  const char* backend = std::getenv("FORJA_DIST_BACKEND");
+  const bool nccl = backend ? std::string(backend) == "nccl" : config.device.rfind("cuda", 0) == 0;
+  if (nccl)
+    config.device = "cuda:" + std::to_string(env->local_rank);
+  else if (config.device == "auto")
+    config.device = "cpu";
+  DataParallelWorker w;
+  w.group = connect(*env, nccl ? Backend::Nccl : Backend::Gloo);
+  w.rank = w.group->rank();
+  w.world_size = w.group->world_size();
+  return w;
+}
+
 std::unique_ptr<train::DataParallel> connect(const DistEnv& env, Backend backend) {
   c10::intrusive_ptr<c10d::Store> store;
   try {
