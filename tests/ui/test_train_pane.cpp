@@ -27,6 +27,7 @@
 #include "ui_test_support.h"
 
 using forja::ui::MainWindow;
+using forja::ui::PaneId;
 using forja::ui::TrainPane;
 
 namespace {
@@ -81,7 +82,7 @@ void TestTrainPane::init() {
   window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
   window_->show();
   pane_ = window_->train_pane();
-  window_->show_pane(2);
+  window_->show_pane(PaneId::Train);
 }
 
 void TestTrainPane::cleanup() {
@@ -121,7 +122,7 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QVERIFY(QFile::exists(adapter + QStringLiteral("/adapter_config.json")));
   QVERIFY(!pane_->running());
   // The worker wrote the run into the window's journal: the Runs pane lists it, completed, with its adapter.
-  window_->show_pane(3);
+  window_->show_pane(PaneId::Runs);
   auto* runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItemCount(), 1, 5000);
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItem(0)->text(1), QStringLiteral("completed"), 5000);
@@ -138,11 +139,11 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QCOMPARE(chat.count(), 1);
   QCOMPARE(chat.at(0).at(0).toString(), kModel);
   QCOMPARE(chat.at(0).at(1).toString(), adapter);
-  QCOMPARE(window_->current_pane(), 4);
+  QCOMPARE(window_->current_pane(), PaneId::Chat);
 
   // Export (what the button's menu does after its file dialog): the merged model as a Hugging Face folder,
   // written by forja-cli in the background while the window goes on.
-  window_->show_pane(3);
+  window_->show_pane(PaneId::Runs);
   auto* runs_pane = window_->runs_pane();
   auto* export_button = runs_pane->findChild<QPushButton*>(QStringLiteral("exportRunButton"));
   QVERIFY(export_button->isEnabled());
@@ -203,7 +204,7 @@ void TestTrainPane::twoWorkersTrainOneRun() {
   QVERIFY(log.open(QIODevice::ReadOnly));
   const QByteArray text = log.readAll();
   QVERIFY2(text.contains("rank 0 is pid") && text.contains("rank 1 is pid"), text.constData());
-  window_->show_pane(3);
+  window_->show_pane(PaneId::Runs);
   auto* runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItemCount(), 1, 5000);
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItem(0)->text(1), QStringLiteral("completed"), 5000);
@@ -318,7 +319,7 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   delete window_;
   window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
   window_->show();
-  window_->show_pane(2);
+  window_->show_pane(PaneId::Train);
   pane_ = window_->train_pane();
   // The replay ends at once (it ran in the window's constructor): no worker behind it, so it reads as
   // interrupted.
