@@ -154,6 +154,16 @@ TrainFormField choice_field(const char* name, QComboBox* box, const std::pair<T,
           }};
 }
 
+// Two fields on one row of the form.
+QWidget* pair_row(QWidget* left, QWidget* right) {
+  auto* row = new QWidget;
+  auto* l = new QHBoxLayout(row);
+  l->setContentsMargins(0, 0, 0, 0);
+  l->addWidget(left);
+  l->addWidget(right);
+  return row;
+}
+
 void add_point(QCustomPlot* plot, int graph, double x, double y) {
   plot->graph(graph)->addData(x, y);
   plot->rescaleAxes();
@@ -165,11 +175,32 @@ void add_point(QCustomPlot* plot, int graph, double x, double y) {
 TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
   setObjectName(QStringLiteral("TrainPane"));
   worker_ = new TrainWorker(this);
+  build_layout();
+  bind_form();
+  wire_signals();
+  apply_preset(QStringLiteral("quick"));
+  set_model_dir({});
+  update_estimate();
+  update_buttons();
+}
+
+void TrainPane::build_layout() {
   auto* heading = make_heading(tr("Fine-tune with LoRA"));
   inputs_ = new QLabel;
   inputs_->setObjectName(QStringLiteral("trainInputs"));
   inputs_->setWordWrap(true);
+  auto* split = new QSplitter;
+  split->addWidget(build_form());
+  split->addWidget(build_run_view());
+  split->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(heading);
+  layout->addWidget(inputs_);
+  layout->addWidget(split, 1);
+}
 
+// The settings, in a scroll area: the preset, the output folder, the form's fields and the memory estimate.
+QWidget* TrainPane::build_form() {
   preset_ = new QComboBox;
   preset_->setObjectName(QStringLiteral("trainPreset"));
   for (const Preset& p : kPresets) preset_->addItem(tr(p.label), QString::fromLatin1(p.name));
@@ -206,80 +237,23 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
       new QCheckBox(tr("4-bit base (QLoRA): the base model's projections in NF4, about a quarter of "
                        "its memory; Llama-family models"));
   packing_ = new QCheckBox(tr("Pack short examples into full rows (faster on short data)"));
-  // The form's fields and the config values they edit, both ways: config_json, restore_run, the presets and
-  // the memory estimate all go through this list.
-  form_ = {
-      number_field("trainRank", rank_, &TrainConfig::lora, &LoraSettings::rank),
-      number_field("trainAlpha", alpha_, &TrainConfig::lora, &LoraSettings::alpha),
-      number_field("trainDropout", dropout_, &TrainConfig::lora, &LoraSettings::dropout),
-      number_field("trainLr", lr_, &TrainConfig::optimizer, &OptimizerSettings::learning_rate),
-      number_field("trainWd", weight_decay_, &TrainConfig::optimizer, &OptimizerSettings::weight_decay),
-      number_field("trainClip", clip_, &TrainConfig::optimizer, &OptimizerSettings::max_grad_norm),
-      choice_field("trainSchedule", schedule_, kSchedules, &TrainConfig::optimizer,
-                   &OptimizerSettings::schedule),
-      number_field("trainWarmup", warmup_, &TrainConfig::optimizer, &OptimizerSettings::warmup_steps),
-      number_field("trainSteps", steps_, &TrainConfig::max_steps),
-      number_field("trainBatch", batch_, &TrainConfig::batch_size),
-      number_field("trainAccum", accum_, &TrainConfig::grad_accum),
-      number_field("trainMaxLength", max_len_, &TrainConfig::max_length),
-      number_field("trainEvalEvery", eval_every_, &TrainConfig::eval_every),
-      number_field("trainCheckpointEvery", ckpt_every_, &TrainConfig::checkpoint_every),
-      number_field("trainSeed", seed_, &TrainConfig::seed),
-      text_field("trainDevice", device_, &TrainConfig::device),
-      text_field("trainDtype", dtype_, &TrainConfig::dtype),
-      check_field("trainCheckpointing", checkpointing_, &TrainConfig::activation_checkpointing),
-      check_field("trainSelective", selective_, &TrainConfig::selective_checkpointing),
-      flag_field("trainBase4bit", base_4bit_, "nf4", "none", &TrainConfig::base_quant),
-      check_field("trainPacking", packing_, &TrainConfig::packing),
-  };
-  for (const TrainFormField& f : form_) f.widget->setObjectName(QString::fromLatin1(f.object_name));
-  // Not a config value: the worker's command line (start()).
-  workers_->setObjectName(QStringLiteral("trainWorkers"));
 
   auto* form = new QFormLayout;
   form->addRow(tr("Preset:"), preset_);
   form->addRow(tr("Output folder:"), output_dir_);
-  form->addRow(tr("LoRA rank / alpha:"), [&] {
-    auto* row = new QWidget;
-    auto* l = new QHBoxLayout(row);
-    l->setContentsMargins(0, 0, 0, 0);
-    l->addWidget(rank_);
-    l->addWidget(alpha_);
-    return row;
-  }());
+  form->addRow(tr("LoRA rank / alpha:"), pair_row(rank_, alpha_));
   form->addRow(tr("LoRA dropout:"), dropout_);
   form->addRow(tr("Learning rate:"), lr_);
-  form->addRow(tr("Schedule / warmup steps:"), [&] {
-    auto* row = new QWidget;
-    auto* l = new QHBoxLayout(row);
-    l->setContentsMargins(0, 0, 0, 0);
-    l->addWidget(schedule_);
-    l->addWidget(warmup_);
-    return row;
-  }());
+  form->addRow(tr("Schedule / warmup steps:"), pair_row(schedule_, warmup_));
   form->addRow(tr("Weight decay:"), weight_decay_);
   form->addRow(tr("Clip grad norm at:"), clip_);
   form->addRow(tr("Steps:"), steps_);
-  form->addRow(tr("Batch × accumulation:"), [&] {
-    auto* row = new QWidget;
-    auto* l = new QHBoxLayout(row);
-    l->setContentsMargins(0, 0, 0, 0);
-    l->addWidget(batch_);
-    l->addWidget(accum_);
-    return row;
-  }());
+  form->addRow(tr("Batch × accumulation:"), pair_row(batch_, accum_));
   form->addRow(tr("Max length:"), max_len_);
   form->addRow(tr("Eval every (0: never):"), eval_every_);
   form->addRow(tr("Checkpoint every:"), ckpt_every_);
   form->addRow(tr("Seed:"), seed_);
-  form->addRow(tr("Device / base dtype:"), [&] {
-    auto* row = new QWidget;
-    auto* l = new QHBoxLayout(row);
-    l->setContentsMargins(0, 0, 0, 0);
-    l->addWidget(device_);
-    l->addWidget(dtype_);
-    return row;
-  }());
+  form->addRow(tr("Device / base dtype:"), pair_row(device_, dtype_));
   form->addRow(tr("Workers (GPUs / processes):"), workers_);
   form->addRow(checkpointing_);
   form->addRow(selective_);
@@ -289,20 +263,17 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   estimate_->setObjectName(QStringLiteral("trainMemoryEstimate"));
   estimate_->setWordWrap(true);
   form->addRow(estimate_);
-  for (QSpinBox* b : {rank_, batch_, max_len_})
-    connect(b, &QSpinBox::valueChanged, this, &TrainPane::update_estimate);
-  connect(checkpointing_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
-  connect(selective_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
-  connect(base_4bit_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
   auto* form_box = new QWidget;
   form_box->setLayout(form);
   auto* scroll = new QScrollArea;
   scroll->setWidget(form_box);
   scroll->setWidgetResizable(true);
   scroll->setMinimumWidth(340);
-  connect(preset_, &QComboBox::currentIndexChanged, this,
-          [this] { apply_preset(preset_->currentData().toString()); });
+  return scroll;
+}
 
+// Start / Pause / Stop, the progress, the plots and the log.
+QWidget* TrainPane::build_run_view() {
   start_ = new QPushButton(tr("Start"));
   start_->setObjectName(QStringLiteral("trainStart"));
   pause_ = new QPushButton(tr("Pause"));
@@ -313,32 +284,13 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   stop_->setToolTip(tr("End the run now; the last checkpoint stays"));
   export_ = new QPushButton(tr("Export Config…"));
   export_->setObjectName(QStringLiteral("trainExport"));
-  connect(start_, &QPushButton::clicked, this, &TrainPane::start);
-  connect(pause_, &QPushButton::clicked, this, &TrainPane::pause);
-  connect(stop_, &QPushButton::clicked, this, &TrainPane::stop);
-  connect(export_, &QPushButton::clicked, this, [this] {
-    QDialog d(this);
-    d.setWindowTitle(tr("The same run from the command line"));
-    auto* text = new QPlainTextEdit(config_json());
-    text->setReadOnly(true);
-    text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-    auto* hint = new QLabel(tr("Save as config.json and run: forja-cli train config.json"));
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
-    connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
-    auto* l = new QVBoxLayout(&d);
-    l->addWidget(hint);
-    l->addWidget(text);
-    l->addWidget(buttons);
-    d.resize(560, 520);
-    d.exec();
-  });
+
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(start_);
   buttons->addWidget(pause_);
   buttons->addWidget(stop_);
   buttons->addStretch(1);
   buttons->addWidget(export_);
-
   progress_ = new QProgressBar;
   progress_->setObjectName(QStringLiteral("trainProgress"));
   status_ = new QLabel(tr("Pick a model (Model pane) and a dataset (Data pane), then Start."));
@@ -384,15 +336,54 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   right_layout->addWidget(status_);
   right_layout->addWidget(error_);
   right_layout->addWidget(right_split, 1);
-  auto* split = new QSplitter;
-  split->addWidget(scroll);
-  split->addWidget(right);
-  split->setStretchFactor(1, 1);
+  return right;
+}
 
-  auto* layout = new QVBoxLayout(this);
-  layout->addWidget(heading);
-  layout->addWidget(inputs_);
-  layout->addWidget(split, 1);
+void TrainPane::bind_form() {
+  // The form's fields and the config values they edit, both ways: config_json, restore_run, the presets and
+  // the memory estimate all go through this list.
+  form_ = {
+      number_field("trainRank", rank_, &TrainConfig::lora, &LoraSettings::rank),
+      number_field("trainAlpha", alpha_, &TrainConfig::lora, &LoraSettings::alpha),
+      number_field("trainDropout", dropout_, &TrainConfig::lora, &LoraSettings::dropout),
+      number_field("trainLr", lr_, &TrainConfig::optimizer, &OptimizerSettings::learning_rate),
+      number_field("trainWd", weight_decay_, &TrainConfig::optimizer, &OptimizerSettings::weight_decay),
+      number_field("trainClip", clip_, &TrainConfig::optimizer, &OptimizerSettings::max_grad_norm),
+      choice_field("trainSchedule", schedule_, kSchedules, &TrainConfig::optimizer,
+                   &OptimizerSettings::schedule),
+      number_field("trainWarmup", warmup_, &TrainConfig::optimizer, &OptimizerSettings::warmup_steps),
+      number_field("trainSteps", steps_, &TrainConfig::max_steps),
+      number_field("trainBatch", batch_, &TrainConfig::batch_size),
+      number_field("trainAccum", accum_, &TrainConfig::grad_accum),
+      number_field("trainMaxLength", max_len_, &TrainConfig::max_length),
+      number_field("trainEvalEvery", eval_every_, &TrainConfig::eval_every),
+      number_field("trainCheckpointEvery", ckpt_every_, &TrainConfig::checkpoint_every),
+      number_field("trainSeed", seed_, &TrainConfig::seed),
+      text_field("trainDevice", device_, &TrainConfig::device),
+      text_field("trainDtype", dtype_, &TrainConfig::dtype),
+      check_field("trainCheckpointing", checkpointing_, &TrainConfig::activation_checkpointing),
+      check_field("trainSelective", selective_, &TrainConfig::selective_checkpointing),
+      flag_field("trainBase4bit", base_4bit_, "nf4", "none", &TrainConfig::base_quant),
+      check_field("trainPacking", packing_, &TrainConfig::packing),
+  };
+  for (const TrainFormField& f : form_) f.widget->setObjectName(QString::fromLatin1(f.object_name));
+  // Not a config value: the worker's command line (start()).
+  workers_->setObjectName(QStringLiteral("trainWorkers"));
+}
+
+void TrainPane::wire_signals() {
+  for (QSpinBox* b : {rank_, batch_, max_len_})
+    connect(b, &QSpinBox::valueChanged, this, &TrainPane::update_estimate);
+  connect(checkpointing_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
+  connect(selective_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
+  connect(base_4bit_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
+  connect(preset_, &QComboBox::currentIndexChanged, this,
+          [this] { apply_preset(preset_->currentData().toString()); });
+
+  connect(start_, &QPushButton::clicked, this, &TrainPane::start);
+  connect(pause_, &QPushButton::clicked, this, &TrainPane::pause);
+  connect(stop_, &QPushButton::clicked, this, &TrainPane::stop);
+  connect(export_, &QPushButton::clicked, this, &TrainPane::show_export_dialog);
 
   connect(worker_, &TrainWorker::step, this, &TrainPane::on_step);
   connect(worker_, &TrainWorker::message, this, &TrainPane::log);
@@ -401,61 +392,78 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
             .arg(c.value(QStringLiteral("step")).toInteger())
             .arg(c.value(QStringLiteral("path")).toString()));
   });
-  connect(worker_, &TrainWorker::finished, this, [this](const QJsonObject& r) {
-    const QString outcome = r.value(QStringLiteral("outcome")).toString();
-    status_->setText(outcome == QLatin1String("paused")
-                         ? tr("Paused at step %1 with a checkpoint. Resume continues from it.")
-                               .arg(r.value(QStringLiteral("steps")).toInteger())
-                         : tr("Run %1 after %2 steps. Adapter: %3")
-                               .arg(outcome)
-                               .arg(r.value(QStringLiteral("steps")).toInteger())
-                               .arg(QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString())));
-    log(tr("worker: %1").arg(outcome));
-    const QJsonObject oom = r.value(QStringLiteral("out_of_memory")).toObject();
-    if (!oom.isEmpty()) {
-      // The worker measured a setting that fits: the form takes it, so Resume continues with it.
-      const QJsonObject s = oom.value(QStringLiteral("suggested")).toObject();
-      if (!s.isEmpty()) {
-        TrainConfig c = form_config();
-        c.batch_size = s.value(QStringLiteral("batch_size")).toInt();
-        c.grad_accum = s.value(QStringLiteral("grad_accum")).toInt();
-        c.activation_checkpointing = s.value(QStringLiteral("activation_checkpointing")).toBool();
-        show_config(c);
-      }
-      error_->show_error(
-          tr("The GPU ran out of memory."),
-          oom.value(QStringLiteral("message")).toString() +
-              (s.isEmpty() ? QString() : QStringLiteral("\n") + tr("The form now has that setting.")));
-      status_->setText(tr("Paused: out of GPU memory. Resume continues with the setting that fits."));
+  connect(worker_, &TrainWorker::finished, this, &TrainPane::on_finished);
+  connect(worker_, &TrainWorker::died, this, &TrainPane::on_died);
+}
+
+void TrainPane::show_export_dialog() {
+  QDialog d(this);
+  d.setWindowTitle(tr("The same run from the command line"));
+  auto* text = new QPlainTextEdit(config_json());
+  text->setReadOnly(true);
+  text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  auto* hint = new QLabel(tr("Save as config.json and run: forja-cli train config.json"));
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+  connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+  auto* l = new QVBoxLayout(&d);
+  l->addWidget(hint);
+  l->addWidget(text);
+  l->addWidget(buttons);
+  d.resize(560, 520);
+  d.exec();
+}
+
+void TrainPane::on_finished(const QJsonObject& r) {
+  const QString outcome = r.value(QStringLiteral("outcome")).toString();
+  status_->setText(outcome == QLatin1String("paused")
+                       ? tr("Paused at step %1 with a checkpoint. Resume continues from it.")
+                             .arg(r.value(QStringLiteral("steps")).toInteger())
+                       : tr("Run %1 after %2 steps. Adapter: %3")
+                             .arg(outcome)
+                             .arg(r.value(QStringLiteral("steps")).toInteger())
+                             .arg(QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString())));
+  log(tr("worker: %1").arg(outcome));
+  const QJsonObject oom = r.value(QStringLiteral("out_of_memory")).toObject();
+  if (!oom.isEmpty()) {
+    // The worker measured a setting that fits: the form takes it, so Resume continues with it.
+    const QJsonObject s = oom.value(QStringLiteral("suggested")).toObject();
+    if (!s.isEmpty()) {
+      TrainConfig c = form_config();
+      c.batch_size = s.value(QStringLiteral("batch_size")).toInt();
+      c.grad_accum = s.value(QStringLiteral("grad_accum")).toInt();
+      c.activation_checkpointing = s.value(QStringLiteral("activation_checkpointing")).toBool();
+      show_config(c);
     }
-    update_buttons();
-    Q_EMIT run_finished(r);
-  });
-  connect(worker_, &TrainWorker::died, this, [this](const QString& tail) {
-    // The worker could not say so itself: its journal row still says running. The Runs pane shows it as
-    // interrupted from now on; Start resumes it (the worker continues the same row).
-    if (context_.journal) {
-      try {
-        context_.journal->mark_interrupted(
-            [](int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; });
-      } catch (const forja::Error& e) {
-        log(tr("the run journal could not be updated: %1").arg(QString::fromStdString(e.message())));
-      }
-    }
-    const QString last = tail.section(QLatin1Char('\n'), -3);
-    error_->show_error(tr("The training process ended without finishing."),
-                       last.isEmpty()
-                           ? tr("It was killed or crashed. Start resumes from the last checkpoint.")
-                           : last + QStringLiteral("\n") +
-                                 tr("Fix the problem, then Start resumes from the last checkpoint."));
-    status_->setText(tr("Interrupted."));
-    update_buttons();
-    Q_EMIT run_failed(tail);
-  });
-  apply_preset(QStringLiteral("quick"));
-  set_model_dir({});
-  update_estimate();
+    error_->show_error(
+        tr("The GPU ran out of memory."),
+        oom.value(QStringLiteral("message")).toString() +
+            (s.isEmpty() ? QString() : QStringLiteral("\n") + tr("The form now has that setting.")));
+    status_->setText(tr("Paused: out of GPU memory. Resume continues with the setting that fits."));
+  }
   update_buttons();
+  Q_EMIT run_finished(r);
+}
+
+void TrainPane::on_died(const QString& tail) {
+  // The worker could not say so itself: its journal row still says running. The Runs pane shows it as
+  // interrupted from now on; Start resumes it (the worker continues the same row).
+  if (context_.journal) {
+    try {
+      context_.journal->mark_interrupted(
+          [](int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; });
+    } catch (const forja::Error& e) {
+      log(tr("the run journal could not be updated: %1").arg(QString::fromStdString(e.message())));
+    }
+  }
+  const QString last = tail.section(QLatin1Char('\n'), -3);
+  error_->show_error(tr("The training process ended without finishing."),
+                     last.isEmpty()
+                         ? tr("It was killed or crashed. Start resumes from the last checkpoint.")
+                         : last + QStringLiteral("\n") +
+                               tr("Fix the problem, then Start resumes from the last checkpoint."));
+  status_->setText(tr("Interrupted."));
+  update_buttons();
+  Q_EMIT run_failed(tail);
 }
 
 QCustomPlot* TrainPane::make_plot(const QString& name, const QString& y_label) {

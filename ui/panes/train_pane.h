@@ -84,7 +84,17 @@ class TrainPane : public Pane {
   void changeEvent(QEvent* event) override;
 
  private:
+  // The constructor's parts: the widgets and their layout, the form's binding to TrainConfig, the signals.
+  void build_layout();
+  QWidget* build_form();
+  QWidget* build_run_view();
+  void bind_form();
+  void wire_signals();
+  void show_export_dialog();
+
   void on_step(const QJsonObject& p);
+  void on_finished(const QJsonObject& result);
+  void on_died(const QString& tail);
   void log(const QString& line);
   void update_buttons();
   QCustomPlot* make_plot(const QString& name, const QString& y_label);
