@@ -90,13 +90,13 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   chat_pane_ = new ChatPane(context_);
   doctor_pane_ = new DoctorPane(context_);
   gpu_pane_ = new GpuPane(context_);
-  add_pane(model_pane_);
-  add_pane(data_pane_);
-  add_pane(train_pane_);
-  add_pane(runs_pane_);
-  add_pane(chat_pane_);
-  add_pane(gpu_pane_);
-  add_pane(doctor_pane_);
+  add_pane(PaneId::Model, model_pane_);
+  add_pane(PaneId::Data, data_pane_);
+  add_pane(PaneId::Train, train_pane_);
+  add_pane(PaneId::Runs, runs_pane_);
+  add_pane(PaneId::Chat, chat_pane_);
+  add_pane(PaneId::Gpu, gpu_pane_);
+  add_pane(PaneId::Doctor, doctor_pane_);
   connect(data_pane_, &DataPane::dataset_ready, train_pane_, &TrainPane::set_dataset);
   connect(sidebar_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
   connect(model_pane_, &ModelPane::recent_changed, this, &MainWindow::rebuild_recent_menu);
@@ -113,7 +113,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
     if (!open || QDir(QString::fromStdString(open->dir.string())) != QDir(model)) open_model(model);
     chat_pane_->set_model_dir(model);
     chat_pane_->open_adapter(adapter);
-    show_pane(4);
+    show_pane(PaneId::Chat);
   });
   // A finished run's adapter goes into the chat at once, to talk to the result.
   connect(train_pane_, &TrainPane::run_finished, chat_pane_, [this](const QJsonObject& result) {
@@ -124,7 +124,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   statusBar()->addWidget(new JobStatusWidget(jobs_), 1);
   statusBar()->addPermanentWidget(new GpuStatusWidget(gpu_));
   build_menus();
-  sidebar_->setCurrentRow(0);
+  show_pane(PaneId::Model);
   restore_state();
   restore_latest_run();
 }
@@ -155,7 +155,7 @@ bool MainWindow::start_demo() {
     return false;
   }
   if (train_pane_->running()) {
-    show_pane(2);
+    show_pane(PaneId::Train);
     return false;
   }
   const QString dataset = demo + QStringLiteral("/dataset.jsonl");
@@ -178,14 +178,14 @@ bool MainWindow::start_demo() {
                      if (file != dataset) return;
                      disconnect(*ready);
                      delete ready;
-                     show_pane(2);
+                     show_pane(PaneId::Train);
                      train_pane_->start();
                    });
   auto* finished = new QMetaObject::Connection;
   *finished = connect(train_pane_, &TrainPane::run_finished, this, [this, finished](const QJsonObject& r) {
     disconnect(*finished);
     delete finished;
-    if (r.value(QStringLiteral("outcome")).toString() == QLatin1String("finished")) show_pane(4);
+    if (r.value(QStringLiteral("outcome")).toString() == QLatin1String("finished")) show_pane(PaneId::Chat);
   });
   open_model(model);
   return true;
@@ -202,23 +202,25 @@ void MainWindow::open_journal(const QString& path) {
   }
 }
 
-void MainWindow::add_pane(Pane* pane) {
-  panes_.push_back(pane);
+void MainWindow::add_pane(PaneId id, Pane* pane) {
+  // The sidebar's rows and the stack's pages follow PaneId's order, so a row is the id's index.
+  Q_ASSERT(stack_->count() == pane_index(id));
+  panes_[static_cast<size_t>(pane_index(id))] = pane;
   stack_->addWidget(pane);
   auto* item = new QListWidgetItem(pane->icon(), pane->title(), sidebar_);
   item->setSizeHint(QSize(0, 34));
 }
 
-int MainWindow::current_pane() const {
-  return stack_->currentIndex();
+PaneId MainWindow::current_pane() const {
+  return pane_at(stack_->currentIndex()).value_or(PaneId::Model);
 }
 
-void MainWindow::show_pane(int index) {
-  if (index >= 0 && index < pane_count()) sidebar_->setCurrentRow(index);
+void MainWindow::show_pane(PaneId id) {
+  sidebar_->setCurrentRow(pane_index(id));
 }
 
 void MainWindow::open_model(const QString& dir) {
-  show_pane(0);
+  show_pane(PaneId::Model);
   model_pane_->open(dir);
 }
 
@@ -229,7 +231,7 @@ void MainWindow::build_menus() {
   open->setObjectName(QStringLiteral("actionOpenModel"));
   open->setShortcut(QKeySequence(tr("Ctrl+O")));
   connect(open, &QAction::triggered, this, [this] {
-    show_pane(0);
+    show_pane(PaneId::Model);
     model_pane_->open_dialog();
   });
   recent_menu_ = file->addMenu(tr("Open &Recent"));
@@ -242,12 +244,13 @@ void MainWindow::build_menus() {
   connect(quit, &QAction::triggered, this, &QWidget::close);
 
   view_menu_ = menuBar()->addMenu(tr("&View"));
-  for (int i = 0; i < pane_count(); ++i) {
-    QAction* a = view_menu_->addAction(pane(i)->icon(), pane(i)->title());
+  for (const PaneId id : kAllPanes) {
+    const int i = pane_index(id);
+    QAction* a = view_menu_->addAction(pane(id)->icon(), pane(id)->title());
     a->setObjectName(QStringLiteral("actionPane%1").arg(i + 1));
     // Ctrl+1..9 as in browsers and editors; a tenth pane would go without a shortcut.
     if (i < 9) a->setShortcut(QKeySequence(tr("Ctrl+%1").arg(i + 1)));
-    connect(a, &QAction::triggered, this, [this, i] { show_pane(i); });
+    connect(a, &QAction::triggered, this, [this, id] { show_pane(id); });
   }
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -276,7 +279,8 @@ void MainWindow::restore_state() {
   if (!restoreGeometry(settings.value(QLatin1String(kGeometryKey)).toByteArray())) resize(1100, 720);
   restoreState(settings.value(QLatin1String(kStateKey)).toByteArray());
   splitter_->restoreState(settings.value(QLatin1String(kSplitterKey)).toByteArray());
-  show_pane(settings.value(QLatin1String(kPaneKey), 0).toInt());
+  // Saved as its sidebar position; one this version does not have leaves the first pane showing.
+  if (const auto id = pane_at(settings.value(QLatin1String(kPaneKey), 0).toInt())) show_pane(*id);
 }
 
 void MainWindow::save_state() {
@@ -284,7 +288,7 @@ void MainWindow::save_state() {
   settings.setValue(QLatin1String(kGeometryKey), saveGeometry());
   settings.setValue(QLatin1String(kStateKey), saveState());
   settings.setValue(QLatin1String(kSplitterKey), splitter_->saveState());
-  settings.setValue(QLatin1String(kPaneKey), current_pane());
+  settings.setValue(QLatin1String(kPaneKey), pane_index(current_pane()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

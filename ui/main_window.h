@@ -5,9 +5,10 @@
 #include <QMainWindow>
 #include <QString>
 
-#include <vector>
+#include <array>
 
 #include "pane.h"
+#include "pane_id.h"
 
 class QListWidget;
 class QMenu;
@@ -40,10 +41,9 @@ class MainWindow : public QMainWindow {
   // "Try the Demo": opens the built-in toy model and dataset, fine-tunes it on the CPU with the demo preset,
   // then shows the Chat pane with the adapter on. False (and a message) when the demo files are missing.
   bool start_demo();
-  int pane_count() const { return static_cast<int>(panes_.size()); }
-  Pane* pane(int index) const { return panes_.at(static_cast<size_t>(index)); }
-  int current_pane() const;
-  void show_pane(int index);
+  Pane* pane(PaneId id) const { return panes_[static_cast<size_t>(pane_index(id))]; }
+  PaneId current_pane() const;
+  void show_pane(PaneId id);
   ModelPane* model_pane() const { return model_pane_; }
   RunsPane* runs_pane() const { return runs_pane_; }
   DataPane* data_pane() const { return data_pane_; }
@@ -60,7 +60,7 @@ class MainWindow : public QMainWindow {
  private:
   void open_journal(const QString& path);
   void restore_latest_run();
-  void add_pane(Pane* pane);
+  void add_pane(PaneId id, Pane* pane);
   void build_menus();
   void rebuild_recent_menu();
   void restore_state();
@@ -69,7 +69,7 @@ class MainWindow : public QMainWindow {
   JobMonitor* jobs_;
   GpuMonitorService* gpu_;
   AppContext context_;
-  std::vector<Pane*> panes_;
+  std::array<Pane*, kAllPanes.size()> panes_{};
   ModelPane* model_pane_ = nullptr;
   RunsPane* runs_pane_ = nullptr;
   DataPane* data_pane_ = nullptr;

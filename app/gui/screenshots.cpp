@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     auto* chat = window.chat_pane();
-    window.show_pane(4);
+    window.show_pane(forja::ui::PaneId::Chat);
     if (!wait_until([&] { return chat->model_ready() && chat->has_adapter(); }, 60000))
       std::fprintf(stderr, "warning: the chat did not load the demo model and adapter within 60 s\n");
     chat->findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(0);
@@ -125,8 +125,8 @@ int main(int argc, char** argv) {
   }
 
   int failures = 0;
-  auto shoot = [&](int index, const QString& name) {
-    window.show_pane(index);
+  auto shoot = [&](forja::ui::PaneId id, const QString& name) {
+    window.show_pane(id);
     settle(300);
     const QString file = out.filePath(name + QStringLiteral(".png"));
     if (!window.grab().save(file)) {
@@ -137,8 +137,8 @@ int main(int argc, char** argv) {
     std::printf("wrote %s\n", qPrintable(file));
   };
 
-  for (int i = 0; i < window.pane_count(); ++i) {
-    forja::ui::Pane* pane = window.pane(i);
+  for (const forja::ui::PaneId id : forja::ui::kAllPanes) {
+    forja::ui::Pane* pane = window.pane(id);
     const QString name = pane->objectName().remove(QStringLiteral("Pane")).toLower();
     if (pane == window.model_pane() && parser.isSet(model_opt) && !parser.isSet(demo_opt)) {
       window.open_model(QDir(parser.value(model_opt)).absolutePath());
@@ -154,19 +154,19 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "warning: the dataset was not read within 60 s\n");
     }
     if (pane == window.doctor_pane()) {
-      window.show_pane(i);  // the first show starts the probe
+      window.show_pane(id);  // the first show starts the probe
       if (!wait_until([&] { return window.doctor_pane()->report() != nullptr; }, 60000))
         std::fprintf(stderr, "warning: the doctor's probe did not finish within 60 s\n");
     }
     if (pane == window.runs_pane()) {
-      window.show_pane(i);
+      window.show_pane(id);
       settle(300);
       // The newest run selected: its loss curve and config show, as after a click.
       if (auto* list = pane->findChild<QTreeWidget*>(QStringLiteral("runList"));
           list && list->topLevelItemCount())
         list->setCurrentItem(list->topLevelItem(0));
     }
-    shoot(i, name);
+    shoot(id, name);
   }
   forja::ui::Job::cancel_all_and_wait(5000);
   return failures == 0 ? 0 : 1;

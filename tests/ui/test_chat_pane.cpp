@@ -41,6 +41,7 @@ using forja::ui::ChatReply;
 using forja::ui::ChatWorker;
 using forja::ui::CompareReply;
 using forja::ui::MainWindow;
+using forja::ui::PaneId;
 namespace fs = std::filesystem;
 
 namespace {
@@ -236,8 +237,7 @@ void TestChatPane::open_model(const QString& dir) {
   // As the user does it: open the folder in the Model pane (the window hands it to the Chat pane), then go
   // to the Chat pane, whose first show loads the model.
   window_->open_model(dir);
-  for (int i = 0; i < window_->pane_count(); ++i)
-    if (window_->pane(i) == pane_) window_->show_pane(i);
+  window_->show_pane(PaneId::Chat);
   QVERIFY(pane_->isVisible());
   QTRY_VERIFY_WITH_TIMEOUT(pane_->model_ready(), 30000);
   // Greedy answers: the same message gives the same answer, so answers can be compared.
@@ -542,8 +542,7 @@ void TestChatPane::fourBitBaseReloadsAndKeepsTheChat() {
 void TestChatPane::modelWithoutTokenizerShowsError() {
   // The fixture folder itself has no tokenizer files: the Model pane opens it, the chat cannot.
   window_->open_model(QString::fromStdString(kFixtureModel.string()));
-  for (int i = 0; i < window_->pane_count(); ++i)
-    if (window_->pane(i) == pane_) window_->show_pane(i);
+  window_->show_pane(PaneId::Chat);
   auto* box = child<forja::ui::ErrorBox>("chatError");
   QTRY_VERIFY_WITH_TIMEOUT(box->isVisible(), 30000);
   QVERIFY2(box->message().contains(QStringLiteral("tokenizer")), qPrintable(box->message()));

@@ -21,6 +21,7 @@
 
 using forja::ui::DataPane;
 using forja::ui::MainWindow;
+using forja::ui::PaneId;
 
 namespace {
 
@@ -60,7 +61,7 @@ void TestDataPane::init() {
   window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
   window_->show();
   pane_ = window_->data_pane();
-  window_->show_pane(1);
+  window_->show_pane(PaneId::Data);
 }
 
 void TestDataPane::cleanup() {

@@ -29,6 +29,7 @@
 
 using forja::ui::ChatPane;
 using forja::ui::MainWindow;
+using forja::ui::PaneId;
 
 class TestDemo : public QObject {
   Q_OBJECT
@@ -76,7 +77,7 @@ class TestDemo : public QObject {
 
     // The Chat pane, with the new adapter on.
     auto* chat = window.chat_pane();
-    QTRY_COMPARE_WITH_TIMEOUT(window.current_pane(), 4, 5000);
+    QTRY_COMPARE_WITH_TIMEOUT(window.current_pane(), PaneId::Chat, 5000);
     QTRY_VERIFY_WITH_TIMEOUT(chat->model_ready() && chat->has_adapter(), 60000);
     chat->findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(0);
     QSignalSpy answered(chat, &ChatPane::answer_finished);
@@ -124,7 +125,7 @@ void TestDemo::staysResponsiveWhileTrainingAndGenerating() {
 
   // The chat pane first: shown, its model loaded on its worker thread. Then the run; the measurement starts
   // once the worker reports steps, and covers the generations sent while it trains.
-  window.show_pane(4);
+  window.show_pane(PaneId::Chat);
   auto* chat = window.chat_pane();
   QTRY_VERIFY_WITH_TIMEOUT(chat->model_ready(), 60000);
   chat->findChild<QSpinBox*>(QStringLiteral("maxNewTokens"))->setValue(400);
@@ -146,7 +147,8 @@ void TestDemo::staysResponsiveWhileTrainingAndGenerating() {
   const int steps_seen = train->plotted_steps();
   QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 240000);
   watch.stop();
-  qInfo("%d generations while %d training steps ran; %s", generations, steps_seen, qPrintable(watch.report()));
+  qInfo("%d generations while %d training steps ran; %s", generations, steps_seen,
+        qPrintable(watch.report()));
   QVERIFY(generations >= 1);
   QVERIFY(watch.ticks > 100);
   QVERIFY2(watch.within_bounds(), qPrintable(watch.report()));

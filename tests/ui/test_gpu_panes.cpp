@@ -24,6 +24,7 @@
 using forja::ui::DoctorPane;
 using forja::ui::GpuPane;
 using forja::ui::MainWindow;
+using forja::ui::PaneId;
 
 namespace {
 
@@ -91,7 +92,7 @@ void TestGpuPanes::doctorSaysTheWorkRunsOnTheCpuAndWhy() {
   open_window();
   DoctorPane* pane = window_->doctor_pane();
   QSignalSpy ready(pane, &DoctorPane::report_ready);
-  window_->show_pane(window_->pane_count() - 1);  // first show starts the probe
+  window_->show_pane(PaneId::Doctor);  // first show starts the probe
   QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 20000);
   QVERIFY(pane->report());
   QCOMPARE(pane->report()->gpus.size(), size_t(1));
@@ -146,7 +147,7 @@ void TestGpuPanes::gpuPanePlotsLiveSamples() {
   auto* service = window_->gpu_monitor();
   QVERIFY2(service->available(), qPrintable(service->reason()));
   GpuPane* pane = window_->gpu_pane();
-  window_->show_pane(window_->pane_count() - 2);  // the GPU pane, before the Doctor
+  window_->show_pane(PaneId::Gpu);
   auto* interval = pane->findChild<QSpinBox*>(QStringLiteral("gpuInterval"));
   interval->setValue(100);  // the spin box drives the sampler
   QCOMPARE(service->interval().count(), 100);

@@ -1,5 +1,6 @@
 // Tests of the Model pane, driven through the main window: open the fixture model and see its facts, open a
-// hand-written folder by drag and drop, see the error for broken folders, and reopen from the recent list.
+// hand-written folder by drag and drop, see the error for broken folders, and reopen from the recent list
+// and on the pane the window closed on.
 #include <QDropEvent>
 #include <QGroupBox>
 #include <QLabel>
@@ -20,6 +21,7 @@
 
 using forja::ui::MainWindow;
 using forja::ui::ModelPane;
+using forja::ui::PaneId;
 
 namespace {
 
@@ -47,6 +49,7 @@ class TestModelPane : public QObject {
   void truncatedWeightsShowError();
   void folderWithoutConfigShowsError();
   void recentListReopens();
+  void windowReopensOnTheSavedPane();
 
  private:
   QTemporaryDir* tmp_ = nullptr;
@@ -198,6 +201,24 @@ void TestModelPane::recentListReopens() {
   QTRY_COMPARE(reopened.count(), 1);
   QCOMPARE(fact(pane_, "architecture"), QStringLiteral("Qwen2ForCausalLM"));
   QCOMPARE(pane_->recent().first(), fixture("qwen2"));
+}
+
+void TestModelPane::windowReopensOnTheSavedPane() {
+  const QString journal = tmp_->filePath(QStringLiteral("journal.db"));
+  window_->show_pane(PaneId::Runs);
+  window_->close();
+  delete window_;
+  window_ = new MainWindow({journal});
+  QCOMPARE(window_->current_pane(), PaneId::Runs);
+  // A saved position with no pane (a hand edit, another version's setting) opens on the Model pane.
+  const int past_last = static_cast<int>(forja::ui::kAllPanes.size());
+  for (const int saved : {-1, past_last, 99}) {
+    delete window_;
+    QSettings().setValue(QStringLiteral("MainWindow/pane"), saved);
+    window_ = new MainWindow({journal});
+    QCOMPARE(window_->current_pane(), PaneId::Model);
+  }
+  pane_ = window_->model_pane();
 }
 
 QTEST_MAIN(TestModelPane)

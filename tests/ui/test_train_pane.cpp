@@ -19,6 +19,7 @@
 
 #include "error_box.h"
 #include "forja/journal.h"
+#include "forja/train.h"
 #include "jobs/job.h"
 #include "main_window.h"
 #include "panes/runs_pane.h"
@@ -27,6 +28,7 @@
 #include "ui_test_support.h"
 
 using forja::ui::MainWindow;
+using forja::ui::PaneId;
 using forja::ui::TrainPane;
 
 namespace {
@@ -67,6 +69,8 @@ class TestTrainPane : public QObject {
   void windowRestartFollowsTheRunningWorker();
   void memoryEstimateFollowsTheSettings();
   void twoWorkersTrainOneRun();
+  void formShowsARunsWholeConfig();
+  void presetsChangeOnlyTheirSettings();
 
  private:
   void configure(int steps, int checkpoint_every);
@@ -81,7 +85,7 @@ void TestTrainPane::init() {
   window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
   window_->show();
   pane_ = window_->train_pane();
-  window_->show_pane(2);
+  window_->show_pane(PaneId::Train);
 }
 
 void TestTrainPane::cleanup() {
@@ -121,7 +125,7 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QVERIFY(QFile::exists(adapter + QStringLiteral("/adapter_config.json")));
   QVERIFY(!pane_->running());
   // The worker wrote the run into the window's journal: the Runs pane lists it, completed, with its adapter.
-  window_->show_pane(3);
+  window_->show_pane(PaneId::Runs);
   auto* runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItemCount(), 1, 5000);
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItem(0)->text(1), QStringLiteral("completed"), 5000);
@@ -138,11 +142,11 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QCOMPARE(chat.count(), 1);
   QCOMPARE(chat.at(0).at(0).toString(), kModel);
   QCOMPARE(chat.at(0).at(1).toString(), adapter);
-  QCOMPARE(window_->current_pane(), 4);
+  QCOMPARE(window_->current_pane(), PaneId::Chat);
 
   // Export (what the button's menu does after its file dialog): the merged model as a Hugging Face folder,
   // written by forja-cli in the background while the window goes on.
-  window_->show_pane(3);
+  window_->show_pane(PaneId::Runs);
   auto* runs_pane = window_->runs_pane();
   auto* export_button = runs_pane->findChild<QPushButton*>(QStringLiteral("exportRunButton"));
   QVERIFY(export_button->isEnabled());
@@ -203,7 +207,7 @@ void TestTrainPane::twoWorkersTrainOneRun() {
   QVERIFY(log.open(QIODevice::ReadOnly));
   const QByteArray text = log.readAll();
   QVERIFY2(text.contains("rank 0 is pid") && text.contains("rank 1 is pid"), text.constData());
-  window_->show_pane(3);
+  window_->show_pane(PaneId::Runs);
   auto* runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItemCount(), 1, 5000);
   QTRY_COMPARE_WITH_TIMEOUT(runs->topLevelItem(0)->text(1), QStringLiteral("completed"), 5000);
@@ -318,7 +322,7 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   delete window_;
   window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
   window_->show();
-  window_->show_pane(2);
+  window_->show_pane(PaneId::Train);
   pane_ = window_->train_pane();
   // The replay ends at once (it ran in the window's constructor): no worker behind it, so it reads as
   // interrupted.
@@ -359,6 +363,75 @@ void TestTrainPane::missingWorkerSaysWhy() {
   const auto* box = pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"));
   QVERIFY2(box->hint().contains(QStringLiteral("no-such-model")),
            qPrintable(box->message() + " | " + box->hint()));
+}
+
+void TestTrainPane::formShowsARunsWholeConfig() {
+  // Every value the form edits away from its default, restored as for a run of the journal: the form's
+  // config is the same one, field for field. The values only need to differ from the defaults and fit the
+  // form's spin boxes (their ranges and decimals).
+  forja::TrainConfig c;
+  c.model_dir = kModel.toStdString();
+  c.output_dir = tmp_->filePath(QStringLiteral("restored")).toStdString();
+  c.train_file = "/data/chats.jsonl";
+  c.data_format = "alpaca";
+  c.eval_fraction = 0.25;
+  c.on_bad_record = "skip";
+  c.train_on_prompt = true;
+  c.lora.rank = 8;
+  c.lora.alpha = 12.5;
+  c.lora.dropout = 0.1;
+  c.optimizer.learning_rate = 3e-5;
+  c.optimizer.weight_decay = 0.01;
+  c.optimizer.max_grad_norm = 0.5;
+  c.optimizer.schedule = forja::LrSchedule::Linear;
+  c.optimizer.warmup_steps = 7;
+  c.max_steps = 33;
+  c.batch_size = 3;
+  c.grad_accum = 2;
+  c.max_length = 640;
+  c.eval_every = 11;
+  c.checkpoint_every = 9;
+  c.seed = 1234;
+  c.device = "cpu";
+  c.dtype = "bf16";
+  c.activation_checkpointing = true;
+  c.selective_checkpointing = true;
+  c.base_quant = "nf4";
+  c.packing = true;
+  const std::string json = forja::train_config_to_json(c);
+  // No worker behind it (pid 0): it reads as interrupted at once.
+  QVERIFY(pane_->restore_run(QString::fromStdString(json), 0));
+  QCOMPARE(pane_->findChild<QComboBox*>(QStringLiteral("trainSchedule"))->currentText(),
+           QStringLiteral("linear"));
+  const forja::TrainConfig shown =
+      forja::train_config_from_json(pane_->config_json().toStdString(), "the Train pane");
+  QCOMPARE(QString::fromStdString(forja::train_config_to_json(shown)), QString::fromStdString(json));
+}
+
+void TestTrainPane::presetsChangeOnlyTheirSettings() {
+  auto* seed = pane_->findChild<QSpinBox*>(QStringLiteral("trainSeed"));
+  seed->setValue(7);
+  auto* device = pane_->findChild<QComboBox*>(QStringLiteral("trainDevice"));
+  device->setCurrentText(QStringLiteral("cuda"));
+  pane_->findChild<QComboBox*>(QStringLiteral("trainPreset"))->setCurrentIndex(1);  // Balanced, the second
+  const QJsonObject cfg = QJsonDocument::fromJson(pane_->config_json().toUtf8()).object();
+  // The numbers are the Balanced preset's (train_pane.cpp).
+  QCOMPARE(cfg.value(QStringLiteral("max_steps")).toInt(), 500);
+  QCOMPARE(cfg.value(QStringLiteral("grad_accum")).toInt(), 4);
+  QCOMPARE(cfg.value(QStringLiteral("max_length")).toInt(), 2048);
+  QCOMPARE(cfg.value(QStringLiteral("eval_every")).toInt(), 50);
+  const QJsonObject optimizer = cfg.value(QStringLiteral("optimizer")).toObject();
+  QCOMPARE(optimizer.value(QStringLiteral("warmup_steps")).toInt(), 25);
+  QCOMPARE(optimizer.value(QStringLiteral("learning_rate")).toDouble(), 2e-4);
+  QCOMPARE(cfg.value(QStringLiteral("lora")).toObject().value(QStringLiteral("rank")).toInt(), 16);
+  // No preset sets the seed; only the demo's sets the device.
+  QCOMPARE(seed->value(), 7);
+  QCOMPARE(device->currentText(), QStringLiteral("cuda"));
+  pane_->apply_preset(QStringLiteral("demo"));
+  QCOMPARE(device->currentText(), QStringLiteral("cpu"));
+  QCOMPARE(pane_->findChild<QSpinBox*>(QStringLiteral("trainSteps"))->value(), 60);
+  QCOMPARE(pane_->findChild<QComboBox*>(QStringLiteral("trainPreset"))->currentData().toString(),
+           QStringLiteral("demo"));
 }
 
 QTEST_MAIN(TestTrainPane)

@@ -56,46 +56,84 @@ QString chat_title(const QString& first_message) {
 constexpr auto kMarkdown =
     QTextDocument::MarkdownFeatures(QTextDocument::MarkdownDialectGitHub) | QTextDocument::MarkdownNoHTML;
 
+// One side of a comparison: its title, the answer and the answer's score under both models.
+QWidget* answer_column(const QString& title, const QString& name, QTextBrowser*& view, QLabel*& score) {
+  auto* column = new QWidget;
+  auto* l = new QVBoxLayout(column);
+  l->setContentsMargins(0, 0, 0, 0);
+  auto* label = new QLabel(title);
+  QFont bold = label->font();
+  bold.setBold(true);
+  label->setFont(bold);
+  view = new QTextBrowser;
+  view->setObjectName(name);
+  view->setOpenExternalLinks(true);
+  score = new QLabel;
+  score->setObjectName(name + QStringLiteral("Score"));
+  score->setWordWrap(true);
+  l->addWidget(label);
+  l->addWidget(view, 1);
+  l->addWidget(score);
+  return column;
+}
+
 }  // namespace
 
 ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
   setObjectName(QStringLiteral("ChatPane"));
   worker_ = new ChatWorker(this);
+  build_layout();
+  wire_controls();
+  wire_worker();
+  if (!context_.journal)
+    error_->show_error(tr("Chats are not saved: %1").arg(context_.journal_error), context_.journal_hint,
+                       ErrorBox::Severity::Warning);
+  refresh_chats();
+  update_controls();
+}
 
+void ChatPane::build_layout() {
   auto* heading = make_heading(tr("Chat"));
   model_label_ = new QLabel(tr("Open a model in the Model pane to chat with it."));
   model_label_->setObjectName(QStringLiteral("chatModel"));
   model_label_->setWordWrap(true);
   error_ = new ErrorBox;
   error_->setObjectName(QStringLiteral("chatError"));
+  auto* split = new QSplitter;
+  split->addWidget(build_chat_list());
+  split->addWidget(build_conversation());
+  split->addWidget(build_settings());
+  split->setStretchFactor(1, 1);
+  split->setSizes({200, 600, 300});
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(heading);
+  layout->addWidget(model_label_);
+  layout->addWidget(error_);
+  layout->addWidget(split, 1);
+}
 
-  // Left: the chats kept in the journal.
+// Left: the chats kept in the journal.
+QWidget* ChatPane::build_chat_list() {
   chat_list_ = new QListWidget;
   chat_list_->setObjectName(QStringLiteral("chatList"));
-  connect(chat_list_, &QListWidget::itemClicked, this,
-          [this](QListWidgetItem* item) { open_chat(item->data(Qt::UserRole).toLongLong()); });
-  connect(chat_list_, &QListWidget::itemActivated, this,
-          [this](QListWidgetItem* item) { open_chat(item->data(Qt::UserRole).toLongLong()); });
-  connect(chat_list_, &QListWidget::currentItemChanged, this, &ChatPane::update_controls);
-  auto* del = new QShortcut(QKeySequence::Delete, chat_list_, nullptr, nullptr, Qt::WidgetShortcut);
-  connect(del, &QShortcut::activated, this, &ChatPane::delete_selected_chat);
   new_chat_ = new QPushButton(QIcon(QStringLiteral(":/icons/chat.svg")), tr("New Chat"));
   new_chat_->setObjectName(QStringLiteral("newChat"));
   new_chat_->setToolTip(tr("Start a new conversation (%1)")
                             .arg(QKeySequence(QKeySequence::New).toString(QKeySequence::NativeText)));
   new_chat_->setShortcut(QKeySequence::New);
-  connect(new_chat_, &QPushButton::clicked, this, &ChatPane::new_chat);
   delete_chat_ = new QPushButton(QIcon(QStringLiteral(":/icons/delete.svg")), tr("Delete…"));
   delete_chat_->setObjectName(QStringLiteral("deleteChat"));
   delete_chat_->setToolTip(tr("Delete the selected chat and its messages (Del)"));
-  connect(delete_chat_, &QPushButton::clicked, this, &ChatPane::delete_selected_chat);
   auto* chats_box = new QGroupBox(tr("Chats"));
   auto* chats_layout = new QVBoxLayout(chats_box);
   chats_layout->addWidget(new_chat_);
   chats_layout->addWidget(chat_list_, 1);
   chats_layout->addWidget(delete_chat_);
+  return chats_box;
+}
 
-  // Middle: the conversation, or the two answers of a comparison, and the message box.
+// Middle: the conversation, or the two answers of a comparison, and the message box.
+QWidget* ChatPane::build_conversation() {
   conversation_ = new QTextBrowser;
   conversation_->setObjectName(QStringLiteral("conversation"));
   conversation_->setOpenExternalLinks(true);
@@ -105,30 +143,11 @@ ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   compare_prompt_->setWordWrap(true);
   compare_prompt_->setTextFormat(Qt::PlainText);
   compare_prompt_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  auto make_column = [this](const QString& title, const QString& name, QTextBrowser*& view, QLabel*& score) {
-    auto* column = new QWidget;
-    auto* l = new QVBoxLayout(column);
-    l->setContentsMargins(0, 0, 0, 0);
-    auto* label = new QLabel(title);
-    QFont bold = label->font();
-    bold.setBold(true);
-    label->setFont(bold);
-    view = new QTextBrowser;
-    view->setObjectName(name);
-    view->setOpenExternalLinks(true);
-    score = new QLabel;
-    score->setObjectName(name + QStringLiteral("Score"));
-    score->setWordWrap(true);
-    l->addWidget(label);
-    l->addWidget(view, 1);
-    l->addWidget(score);
-    return column;
-  };
   auto* columns = new QSplitter(Qt::Horizontal);
   columns->addWidget(
-      make_column(tr("Base model"), QStringLiteral("compareBase"), compare_base_, compare_base_score_));
-  columns->addWidget(make_column(tr("Fine-tuned (adapter on)"), QStringLiteral("compareAdapted"),
-                                 compare_adapted_, compare_adapted_score_));
+      answer_column(tr("Base model"), QStringLiteral("compareBase"), compare_base_, compare_base_score_));
+  columns->addWidget(answer_column(tr("Fine-tuned (adapter on)"), QStringLiteral("compareAdapted"),
+                                   compare_adapted_, compare_adapted_score_));
   auto* compare_view = new QWidget;
   compare_view->setObjectName(QStringLiteral("compareView"));
   auto* compare_layout = new QVBoxLayout(compare_view);
@@ -147,17 +166,14 @@ ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   input_->installEventFilter(this);
   send_ = new QPushButton(tr("Send"));
   send_->setObjectName(QStringLiteral("sendButton"));
-  connect(send_, &QPushButton::clicked, this, &ChatPane::send);
   stop_ = new QPushButton(tr("Stop"));
   stop_->setObjectName(QStringLiteral("stopButton"));
   stop_->setToolTip(tr("Stop the answer here; what was written so far stays"));
-  connect(stop_, &QPushButton::clicked, this, &ChatPane::stop);
   compare_mode_ = new QCheckBox(tr("Compare base vs fine-tuned"));
   compare_mode_->setObjectName(QStringLiteral("compareMode"));
   compare_mode_->setToolTip(
       tr("Answer the next message with the adapter off and on, side by side, and score each answer under "
          "both models. The answers do not join the conversation."));
-  connect(compare_mode_, &QCheckBox::toggled, this, [this](bool on) { views_->setCurrentIndex(on ? 1 : 0); });
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(send_);
   buttons->addWidget(stop_);
@@ -174,8 +190,11 @@ ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   middle_layout->addWidget(input_);
   middle_layout->addLayout(buttons);
   middle_layout->addWidget(status_);
+  return middle;
+}
 
-  // Right: how the model answers.
+// Right: how the model answers.
+QWidget* ChatPane::build_settings() {
   system_prompt_ = new QPlainTextEdit;
   system_prompt_->setObjectName(QStringLiteral("systemPrompt"));
   system_prompt_->setPlaceholderText(tr("Optional: how the assistant should behave"));
@@ -208,36 +227,13 @@ ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   adapter_on_ = new QCheckBox(tr("Adapter on"));
   adapter_on_->setObjectName(QStringLiteral("adapterOn"));
   adapter_on_->setToolTip(tr("Switch the fine-tuning off and on without reloading"));
-  connect(adapter_on_, &QCheckBox::toggled, this, [this](bool on) {
-    if (!adapter_loaded_) return;
-    worker_->set_adapter_enabled(on);
-    status_->setText(on ? tr("Adapter on: answers come from the fine-tuned model.")
-                        : tr("Adapter off: answers come from the base model."));
-  });
   base_4bit_ = new QCheckBox(tr("4-bit base (NF4)"));
   base_4bit_->setObjectName(QStringLiteral("base4bit"));
   base_4bit_->setToolTip(
       tr("Quantize the base model's projections to 4 bits as it loads (QLoRA's NF4): about a quarter of the "
          "memory for the weights, slightly different answers. Reloads the model; the conversation is kept."));
-  connect(base_4bit_, &QCheckBox::toggled, this, [this] {
-    if (model_dir_.isEmpty() || loaded_dir_.isEmpty()) return;  // the choice applies at the next load
-    model_ready_ = false;
-    if (!adapter_dir_.isEmpty()) {
-      adapter_loaded_ = false;
-      adapter_label_->setText(tr("Adapter %1 loads with the model.").arg(QFileInfo(adapter_dir_).fileName()));
-    }
-    update_controls();
-    Q_EMIT model_ready_changed(false);
-    if (isVisible()) load_model_if_needed();
-  });
   load_adapter_ = new QPushButton(QIcon(QStringLiteral(":/icons/open-folder.svg")), tr("Load Adapter…"));
   load_adapter_->setObjectName(QStringLiteral("loadAdapter"));
-  connect(load_adapter_, &QPushButton::clicked, this, [this] {
-    const QString dir =
-        QFileDialog::getExistingDirectory(this, tr("Open a LoRA adapter folder (adapter_config.json)"),
-                                          adapter_dir_.isEmpty() ? QDir::homePath() : adapter_dir_);
-    if (!dir.isEmpty()) open_adapter(dir);
-  });
 
   auto* form = new QFormLayout;
   form->addRow(tr("System prompt:"), system_prompt_);
@@ -262,19 +258,49 @@ ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   scroll->setWidget(settings);
   scroll->setWidgetResizable(true);
   scroll->setMinimumWidth(280);
+  return scroll;
+}
 
-  auto* split = new QSplitter;
-  split->addWidget(chats_box);
-  split->addWidget(middle);
-  split->addWidget(scroll);
-  split->setStretchFactor(1, 1);
-  split->setSizes({200, 600, 300});
-  auto* layout = new QVBoxLayout(this);
-  layout->addWidget(heading);
-  layout->addWidget(model_label_);
-  layout->addWidget(error_);
-  layout->addWidget(split, 1);
+void ChatPane::wire_controls() {
+  connect(chat_list_, &QListWidget::itemClicked, this,
+          [this](QListWidgetItem* item) { open_chat(item->data(Qt::UserRole).toLongLong()); });
+  connect(chat_list_, &QListWidget::itemActivated, this,
+          [this](QListWidgetItem* item) { open_chat(item->data(Qt::UserRole).toLongLong()); });
+  connect(chat_list_, &QListWidget::currentItemChanged, this, &ChatPane::update_controls);
+  auto* del = new QShortcut(QKeySequence::Delete, chat_list_, nullptr, nullptr, Qt::WidgetShortcut);
+  connect(del, &QShortcut::activated, this, &ChatPane::delete_selected_chat);
+  connect(new_chat_, &QPushButton::clicked, this, &ChatPane::new_chat);
+  connect(delete_chat_, &QPushButton::clicked, this, &ChatPane::delete_selected_chat);
+  connect(send_, &QPushButton::clicked, this, &ChatPane::send);
+  connect(stop_, &QPushButton::clicked, this, &ChatPane::stop);
+  connect(compare_mode_, &QCheckBox::toggled, this, [this](bool on) { views_->setCurrentIndex(on ? 1 : 0); });
+  connect(adapter_on_, &QCheckBox::toggled, this, [this](bool on) {
+    if (!adapter_loaded_) return;
+    worker_->set_adapter_enabled(on);
+    status_->setText(on ? tr("Adapter on: answers come from the fine-tuned model.")
+                        : tr("Adapter off: answers come from the base model."));
+  });
+  connect(base_4bit_, &QCheckBox::toggled, this, [this] {
+    if (model_dir_.isEmpty() || loaded_dir_.isEmpty()) return;  // the choice applies at the next load
+    model_ready_ = false;
+    if (!adapter_dir_.isEmpty()) {
+      adapter_loaded_ = false;
+      adapter_label_->setText(tr("Adapter %1 loads with the model.").arg(QFileInfo(adapter_dir_).fileName()));
+    }
+    update_controls();
+    Q_EMIT model_ready_changed(false);
+    if (isVisible()) load_model_if_needed();
+  });
+  connect(load_adapter_, &QPushButton::clicked, this, [this] {
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Open a LoRA adapter folder (adapter_config.json)"),
+                                          adapter_dir_.isEmpty() ? QDir::homePath() : adapter_dir_);
+    if (!dir.isEmpty()) open_adapter(dir);
+  });
+}
 
+// The worker's replies, queued from its thread.
+void ChatPane::wire_worker() {
   connect(worker_, &ChatWorker::model_loaded, this, [this](const QString& dir, const QString& description) {
     if (--pending_loads_ > 0) return;  // a newer model is queued
     model_ready_ = true;
@@ -316,12 +342,6 @@ ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   connect(worker_, &ChatWorker::answered, this, &ChatPane::on_answered);
   connect(worker_, &ChatWorker::compared, this, &ChatPane::on_compared);
   connect(worker_, &ChatWorker::generation_failed, this, &ChatPane::on_generation_failed);
-
-  if (!context_.journal)
-    error_->show_error(tr("Chats are not saved: %1").arg(context_.journal_error), context_.journal_hint,
-                       ErrorBox::Severity::Warning);
-  refresh_chats();
-  update_controls();
 }
 
 ChatPane::~ChatPane() {

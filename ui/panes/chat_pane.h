@@ -85,6 +85,14 @@ class ChatPane : public Pane {
     bool stopped = false;
   };
 
+  // The constructor's parts: the widgets and their layout (chats, conversation, settings), then the signals.
+  void build_layout();
+  QWidget* build_chat_list();
+  QWidget* build_conversation();
+  QWidget* build_settings();
+  void wire_controls();
+  void wire_worker();
+
   void load_model_if_needed();
   void on_answered(const ChatReply& reply);
   void on_compared(const CompareReply& reply);

@@ -28,6 +28,10 @@
 
 #include <signal.h>
 
+#include <span>
+#include <type_traits>
+#include <utility>
+
 #include "error_box.h"
 #include "forja/error.h"
 #include "forja/journal.h"
@@ -41,6 +45,125 @@
 namespace forja::ui {
 namespace {
 
+using forja::LoraSettings;
+using forja::OptimizerSettings;
+using forja::TrainConfig;
+
+// The config file's schedule names (train_config_to_json writes the same words), in the combo box's order.
+constexpr std::pair<forja::LrSchedule, const char*> kSchedules[] = {
+    {forja::LrSchedule::Cosine, "cosine"},
+    {forja::LrSchedule::Linear, "linear"},
+    {forja::LrSchedule::Constant, "constant"}};
+
+// Starting points a practitioner would pick: the quick test checks the setup in seconds, balanced is the
+// common LoRA recipe (r16, alpha 32, lr 2e-4, cosine with warmup), thorough trains longer with eval and
+// early stopping. Each changes only the settings it names (and the LoRA shape, apply_preset).
+struct Preset {
+  const char* name;   // apply_preset's argument and the combo box's item data
+  const char* label;  // the combo box's text
+  void (*apply)(TrainConfig&);
+};
+const Preset kPresets[] = {
+    {"quick", QT_TRANSLATE_NOOP("forja::ui::TrainPane", "Quick test (a few steps)"),
+     [](TrainConfig& c) {
+       c.max_steps = 20, c.batch_size = 2, c.grad_accum = 1, c.max_length = 512;
+       c.optimizer.warmup_steps = 2, c.eval_every = 10, c.checkpoint_every = 10,
+       c.optimizer.learning_rate = 2e-4;
+     }},
+    {"balanced", QT_TRANSLATE_NOOP("forja::ui::TrainPane", "Balanced"),
+     [](TrainConfig& c) {
+       c.max_steps = 500, c.batch_size = 4, c.grad_accum = 4, c.max_length = 2048;
+       c.optimizer.warmup_steps = 25, c.eval_every = 50, c.checkpoint_every = 50,
+       c.optimizer.learning_rate = 2e-4;
+     }},
+    {"thorough", QT_TRANSLATE_NOOP("forja::ui::TrainPane", "Thorough"),
+     [](TrainConfig& c) {
+       c.max_steps = 3000, c.batch_size = 4, c.grad_accum = 8, c.max_length = 4096;
+       c.optimizer.warmup_steps = 100, c.eval_every = 100, c.checkpoint_every = 100,
+       c.optimizer.learning_rate = 1e-4;
+     }},
+    // The built-in toy model (about 1M parameters) learns the chat format of its 80 questions in under a
+    // minute on the CPU: a high rate, no dropout, no eval.
+    {"demo", QT_TRANSLATE_NOOP("forja::ui::TrainPane", "Demo (the toy model, on the CPU)"),
+     [](TrainConfig& c) {
+       c.max_steps = 60, c.batch_size = 8, c.grad_accum = 1, c.max_length = 256;
+       c.optimizer.warmup_steps = 3, c.eval_every = 0, c.checkpoint_every = 20,
+       c.optimizer.learning_rate = 6e-3;
+       c.lora.dropout = 0.0;
+       c.device = "cpu";
+     }},
+};
+
+// A config value named by its member path (&TrainConfig::lora, &LoraSettings::rank), const when the config
+// is.
+template <typename Config>
+Config& member(Config& c) {
+  return c;
+}
+template <typename Config, typename Member, typename... Path>
+auto& member(Config& c, Member first, Path... rest) {
+  return member(c.*first, rest...);
+}
+
+// Form fields bound to the config value at a member path.
+template <typename Box, typename... Path>
+TrainFormField number_field(const char* name, Box* box, Path... path) {
+  return {
+      name, box,
+      [=](TrainConfig& c) {
+        auto& value = member(c, path...);
+        value = static_cast<std::remove_reference_t<decltype(value)>>(box->value());
+      },
+      [=](const TrainConfig& c) { box->setValue(static_cast<decltype(box->value())>(member(c, path...))); }};
+}
+
+template <typename... Path>
+TrainFormField check_field(const char* name, QCheckBox* box, Path... path) {
+  return {name, box, [=](TrainConfig& c) { member(c, path...) = box->isChecked(); },
+          [=](const TrainConfig& c) { box->setChecked(member(c, path...)); }};
+}
+
+// A check box for a text setting with two values (base_quant: "nf4" or "none").
+template <typename... Path>
+TrainFormField flag_field(const char* name, QCheckBox* box, const char* on, const char* off, Path... path) {
+  return {name, box, [=](TrainConfig& c) { member(c, path...) = box->isChecked() ? on : off; },
+          [=](const TrainConfig& c) { box->setChecked(member(c, path...) == on); }};
+}
+
+// A combo box whose items are the setting's own words (device, dtype).
+template <typename... Path>
+TrainFormField text_field(const char* name, QComboBox* box, Path... path) {
+  return {name, box, [=](TrainConfig& c) { member(c, path...) = box->currentText().toStdString(); },
+          [=](const TrainConfig& c) { box->setCurrentText(QString::fromStdString(member(c, path...))); }};
+}
+
+// A combo box of an enum's names, from the (value, name) table that also fills it.
+template <typename T, size_t N, typename... Path>
+TrainFormField choice_field(const char* name, QComboBox* box, const std::pair<T, const char*> (&table)[N],
+                            Path... path) {
+  const std::span<const std::pair<T, const char*>> choices(table);
+  for (const auto& choice : choices) box->addItem(QString::fromLatin1(choice.second));
+  return {name, box,
+          [=](TrainConfig& c) {
+            for (const auto& [value, text] : choices)
+              if (box->currentText() == QLatin1String(text)) member(c, path...) = value;
+          },
+          [=](const TrainConfig& c) {
+            for (const auto& [value, text] : choices)
+              if (member(c, path...) == value) box->setCurrentText(QString::fromLatin1(text));
+          }};
+}
+
+// Two fields on one row of the form.
+QWidget* pair_row(QWidget* left, QWidget* right) {
+  auto* row = new QWidget;
+  auto* l = new QHBoxLayout(row);
+  l->setContentsMargins(0, 0, 0, 0);
+  l->addWidget(left);
+  l->addWidget(right);
+  return row;
+}
+
 void add_point(QCustomPlot* plot, int graph, double x, double y) {
   plot->graph(graph)->addData(x, y);
   plot->rescaleAxes();
@@ -52,17 +175,35 @@ void add_point(QCustomPlot* plot, int graph, double x, double y) {
 TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
   setObjectName(QStringLiteral("TrainPane"));
   worker_ = new TrainWorker(this);
+  build_layout();
+  bind_form();
+  wire_signals();
+  apply_preset(QStringLiteral("quick"));
+  set_model_dir({});
+  update_estimate();
+  update_buttons();
+}
+
+void TrainPane::build_layout() {
   auto* heading = make_heading(tr("Fine-tune with LoRA"));
   inputs_ = new QLabel;
   inputs_->setObjectName(QStringLiteral("trainInputs"));
   inputs_->setWordWrap(true);
+  auto* split = new QSplitter;
+  split->addWidget(build_form());
+  split->addWidget(build_run_view());
+  split->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(heading);
+  layout->addWidget(inputs_);
+  layout->addWidget(split, 1);
+}
 
+// The settings, in a scroll area: the preset, the output folder, the form's fields and the memory estimate.
+QWidget* TrainPane::build_form() {
   preset_ = new QComboBox;
   preset_->setObjectName(QStringLiteral("trainPreset"));
-  preset_->addItem(tr("Quick test (a few steps)"), QStringLiteral("quick"));
-  preset_->addItem(tr("Balanced"), QStringLiteral("balanced"));
-  preset_->addItem(tr("Thorough"), QStringLiteral("thorough"));
-  preset_->addItem(tr("Demo (the toy model, on the CPU)"), QStringLiteral("demo"));
+  for (const Preset& p : kPresets) preset_->addItem(tr(p.label), QString::fromLatin1(p.name));
   output_dir_ = new QLineEdit;
   output_dir_->setObjectName(QStringLiteral("trainOutputDir"));
   rank_ = int_box(1, 1024, 16);
@@ -72,7 +213,6 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   weight_decay_ = real_box(0, 1, 0, 3, 0.01);
   clip_ = real_box(0, 100, 1, 2, 0.1);
   schedule_ = new QComboBox;
-  schedule_->addItems({QStringLiteral("cosine"), QStringLiteral("linear"), QStringLiteral("constant")});
   warmup_ = int_box(0, 100000, 0);
   steps_ = int_box(1, 10000000, 100);
   batch_ = int_box(1, 4096, 4);
@@ -97,74 +237,23 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
       new QCheckBox(tr("4-bit base (QLoRA): the base model's projections in NF4, about a quarter of "
                        "its memory; Llama-family models"));
   packing_ = new QCheckBox(tr("Pack short examples into full rows (faster on short data)"));
-  const QList<std::pair<QWidget*, const char*>> named = {{rank_, "trainRank"},
-                                                         {alpha_, "trainAlpha"},
-                                                         {dropout_, "trainDropout"},
-                                                         {lr_, "trainLr"},
-                                                         {weight_decay_, "trainWd"},
-                                                         {clip_, "trainClip"},
-                                                         {schedule_, "trainSchedule"},
-                                                         {warmup_, "trainWarmup"},
-                                                         {steps_, "trainSteps"},
-                                                         {batch_, "trainBatch"},
-                                                         {accum_, "trainAccum"},
-                                                         {max_len_, "trainMaxLength"},
-                                                         {eval_every_, "trainEvalEvery"},
-                                                         {ckpt_every_, "trainCheckpointEvery"},
-                                                         {seed_, "trainSeed"},
-                                                         {device_, "trainDevice"},
-                                                         {dtype_, "trainDtype"},
-                                                         {workers_, "trainWorkers"},
-                                                         {checkpointing_, "trainCheckpointing"},
-                                                         {selective_, "trainSelective"},
-                                                         {base_4bit_, "trainBase4bit"},
-                                                         {packing_, "trainPacking"}};
-  for (const auto& [w, name] : named) w->setObjectName(QString::fromLatin1(name));
 
   auto* form = new QFormLayout;
   form->addRow(tr("Preset:"), preset_);
   form->addRow(tr("Output folder:"), output_dir_);
-  form->addRow(tr("LoRA rank / alpha:"), [&] {
-    auto* row = new QWidget;
-    auto* l = new QHBoxLayout(row);
-    l->setContentsMargins(0, 0, 0, 0);
-    l->addWidget(rank_);
-    l->addWidget(alpha_);
-    return row;
-  }());
+  form->addRow(tr("LoRA rank / alpha:"), pair_row(rank_, alpha_));
   form->addRow(tr("LoRA dropout:"), dropout_);
   form->addRow(tr("Learning rate:"), lr_);
-  form->addRow(tr("Schedule / warmup steps:"), [&] {
-    auto* row = new QWidget;
-    auto* l = new QHBoxLayout(row);
-    l->setContentsMargins(0, 0, 0, 0);
-    l->addWidget(schedule_);
-    l->addWidget(warmup_);
-    return row;
-  }());
+  form->addRow(tr("Schedule / warmup steps:"), pair_row(schedule_, warmup_));
   form->addRow(tr("Weight decay:"), weight_decay_);
   form->addRow(tr("Clip grad norm at:"), clip_);
   form->addRow(tr("Steps:"), steps_);
-  form->addRow(tr("Batch × accumulation:"), [&] {
-    auto* row = new QWidget;
-    auto* l = new QHBoxLayout(row);
-    l->setContentsMargins(0, 0, 0, 0);
-    l->addWidget(batch_);
-    l->addWidget(accum_);
-    return row;
-  }());
+  form->addRow(tr("Batch × accumulation:"), pair_row(batch_, accum_));
   form->addRow(tr("Max length:"), max_len_);
   form->addRow(tr("Eval every (0: never):"), eval_every_);
   form->addRow(tr("Checkpoint every:"), ckpt_every_);
   form->addRow(tr("Seed:"), seed_);
-  form->addRow(tr("Device / base dtype:"), [&] {
-    auto* row = new QWidget;
-    auto* l = new QHBoxLayout(row);
-    l->setContentsMargins(0, 0, 0, 0);
-    l->addWidget(device_);
-    l->addWidget(dtype_);
-    return row;
-  }());
+  form->addRow(tr("Device / base dtype:"), pair_row(device_, dtype_));
   form->addRow(tr("Workers (GPUs / processes):"), workers_);
   form->addRow(checkpointing_);
   form->addRow(selective_);
@@ -174,20 +263,17 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   estimate_->setObjectName(QStringLiteral("trainMemoryEstimate"));
   estimate_->setWordWrap(true);
   form->addRow(estimate_);
-  for (QSpinBox* b : {rank_, batch_, max_len_})
-    connect(b, &QSpinBox::valueChanged, this, &TrainPane::update_estimate);
-  connect(checkpointing_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
-  connect(selective_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
-  connect(base_4bit_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
   auto* form_box = new QWidget;
   form_box->setLayout(form);
   auto* scroll = new QScrollArea;
   scroll->setWidget(form_box);
   scroll->setWidgetResizable(true);
   scroll->setMinimumWidth(340);
-  connect(preset_, &QComboBox::currentIndexChanged, this,
-          [this] { apply_preset(preset_->currentData().toString()); });
+  return scroll;
+}
 
+// Start / Pause / Stop, the progress, the plots and the log.
+QWidget* TrainPane::build_run_view() {
   start_ = new QPushButton(tr("Start"));
   start_->setObjectName(QStringLiteral("trainStart"));
   pause_ = new QPushButton(tr("Pause"));
@@ -198,32 +284,13 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   stop_->setToolTip(tr("End the run now; the last checkpoint stays"));
   export_ = new QPushButton(tr("Export Config…"));
   export_->setObjectName(QStringLiteral("trainExport"));
-  connect(start_, &QPushButton::clicked, this, &TrainPane::start);
-  connect(pause_, &QPushButton::clicked, this, &TrainPane::pause);
-  connect(stop_, &QPushButton::clicked, this, &TrainPane::stop);
-  connect(export_, &QPushButton::clicked, this, [this] {
-    QDialog d(this);
-    d.setWindowTitle(tr("The same run from the command line"));
-    auto* text = new QPlainTextEdit(config_json());
-    text->setReadOnly(true);
-    text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-    auto* hint = new QLabel(tr("Save as config.json and run: forja-cli train config.json"));
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
-    connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
-    auto* l = new QVBoxLayout(&d);
-    l->addWidget(hint);
-    l->addWidget(text);
-    l->addWidget(buttons);
-    d.resize(560, 520);
-    d.exec();
-  });
+
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(start_);
   buttons->addWidget(pause_);
   buttons->addWidget(stop_);
   buttons->addStretch(1);
   buttons->addWidget(export_);
-
   progress_ = new QProgressBar;
   progress_->setObjectName(QStringLiteral("trainProgress"));
   status_ = new QLabel(tr("Pick a model (Model pane) and a dataset (Data pane), then Start."));
@@ -269,15 +336,54 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
   right_layout->addWidget(status_);
   right_layout->addWidget(error_);
   right_layout->addWidget(right_split, 1);
-  auto* split = new QSplitter;
-  split->addWidget(scroll);
-  split->addWidget(right);
-  split->setStretchFactor(1, 1);
+  return right;
+}
 
-  auto* layout = new QVBoxLayout(this);
-  layout->addWidget(heading);
-  layout->addWidget(inputs_);
-  layout->addWidget(split, 1);
+void TrainPane::bind_form() {
+  // The form's fields and the config values they edit, both ways: config_json, restore_run, the presets and
+  // the memory estimate all go through this list.
+  form_ = {
+      number_field("trainRank", rank_, &TrainConfig::lora, &LoraSettings::rank),
+      number_field("trainAlpha", alpha_, &TrainConfig::lora, &LoraSettings::alpha),
+      number_field("trainDropout", dropout_, &TrainConfig::lora, &LoraSettings::dropout),
+      number_field("trainLr", lr_, &TrainConfig::optimizer, &OptimizerSettings::learning_rate),
+      number_field("trainWd", weight_decay_, &TrainConfig::optimizer, &OptimizerSettings::weight_decay),
+      number_field("trainClip", clip_, &TrainConfig::optimizer, &OptimizerSettings::max_grad_norm),
+      choice_field("trainSchedule", schedule_, kSchedules, &TrainConfig::optimizer,
+                   &OptimizerSettings::schedule),
+      number_field("trainWarmup", warmup_, &TrainConfig::optimizer, &OptimizerSettings::warmup_steps),
+      number_field("trainSteps", steps_, &TrainConfig::max_steps),
+      number_field("trainBatch", batch_, &TrainConfig::batch_size),
+      number_field("trainAccum", accum_, &TrainConfig::grad_accum),
+      number_field("trainMaxLength", max_len_, &TrainConfig::max_length),
+      number_field("trainEvalEvery", eval_every_, &TrainConfig::eval_every),
+      number_field("trainCheckpointEvery", ckpt_every_, &TrainConfig::checkpoint_every),
+      number_field("trainSeed", seed_, &TrainConfig::seed),
+      text_field("trainDevice", device_, &TrainConfig::device),
+      text_field("trainDtype", dtype_, &TrainConfig::dtype),
+      check_field("trainCheckpointing", checkpointing_, &TrainConfig::activation_checkpointing),
+      check_field("trainSelective", selective_, &TrainConfig::selective_checkpointing),
+      flag_field("trainBase4bit", base_4bit_, "nf4", "none", &TrainConfig::base_quant),
+      check_field("trainPacking", packing_, &TrainConfig::packing),
+  };
+  for (const TrainFormField& f : form_) f.widget->setObjectName(QString::fromLatin1(f.object_name));
+  // Not a config value: the worker's command line (start()).
+  workers_->setObjectName(QStringLiteral("trainWorkers"));
+}
+
+void TrainPane::wire_signals() {
+  for (QSpinBox* b : {rank_, batch_, max_len_})
+    connect(b, &QSpinBox::valueChanged, this, &TrainPane::update_estimate);
+  connect(checkpointing_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
+  connect(selective_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
+  connect(base_4bit_, &QCheckBox::toggled, this, &TrainPane::update_estimate);
+  connect(preset_, &QComboBox::currentIndexChanged, this,
+          [this] { apply_preset(preset_->currentData().toString()); });
+
+  connect(start_, &QPushButton::clicked, this, &TrainPane::start);
+  connect(pause_, &QPushButton::clicked, this, &TrainPane::pause);
+  connect(stop_, &QPushButton::clicked, this, &TrainPane::stop);
+  connect(export_, &QPushButton::clicked, this, &TrainPane::show_export_dialog);
 
   connect(worker_, &TrainWorker::step, this, &TrainPane::on_step);
   connect(worker_, &TrainWorker::message, this, &TrainPane::log);
@@ -286,59 +392,78 @@ TrainPane::TrainPane(AppContext& context, QWidget* parent) : Pane(context, paren
             .arg(c.value(QStringLiteral("step")).toInteger())
             .arg(c.value(QStringLiteral("path")).toString()));
   });
-  connect(worker_, &TrainWorker::finished, this, [this](const QJsonObject& r) {
-    const QString outcome = r.value(QStringLiteral("outcome")).toString();
-    status_->setText(outcome == QLatin1String("paused")
-                         ? tr("Paused at step %1 with a checkpoint. Resume continues from it.")
-                               .arg(r.value(QStringLiteral("steps")).toInteger())
-                         : tr("Run %1 after %2 steps. Adapter: %3")
-                               .arg(outcome)
-                               .arg(r.value(QStringLiteral("steps")).toInteger())
-                               .arg(QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString())));
-    log(tr("worker: %1").arg(outcome));
-    const QJsonObject oom = r.value(QStringLiteral("out_of_memory")).toObject();
-    if (!oom.isEmpty()) {
-      // The worker measured a setting that fits: the form takes it, so Resume continues with it.
-      const QJsonObject s = oom.value(QStringLiteral("suggested")).toObject();
-      if (!s.isEmpty()) {
-        batch_->setValue(s.value(QStringLiteral("batch_size")).toInt());
-        accum_->setValue(s.value(QStringLiteral("grad_accum")).toInt());
-        checkpointing_->setChecked(s.value(QStringLiteral("activation_checkpointing")).toBool());
-      }
-      error_->show_error(
-          tr("The GPU ran out of memory."),
-          oom.value(QStringLiteral("message")).toString() +
-              (s.isEmpty() ? QString() : QStringLiteral("\n") + tr("The form now has that setting.")));
-      status_->setText(tr("Paused: out of GPU memory. Resume continues with the setting that fits."));
+  connect(worker_, &TrainWorker::finished, this, &TrainPane::on_finished);
+  connect(worker_, &TrainWorker::died, this, &TrainPane::on_died);
+}
+
+void TrainPane::show_export_dialog() {
+  QDialog d(this);
+  d.setWindowTitle(tr("The same run from the command line"));
+  auto* text = new QPlainTextEdit(config_json());
+  text->setReadOnly(true);
+  text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  auto* hint = new QLabel(tr("Save as config.json and run: forja-cli train config.json"));
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+  connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+  auto* l = new QVBoxLayout(&d);
+  l->addWidget(hint);
+  l->addWidget(text);
+  l->addWidget(buttons);
+  d.resize(560, 520);
+  d.exec();
+}
+
+void TrainPane::on_finished(const QJsonObject& r) {
+  const QString outcome = r.value(QStringLiteral("outcome")).toString();
+  status_->setText(outcome == QLatin1String("paused")
+                       ? tr("Paused at step %1 with a checkpoint. Resume continues from it.")
+                             .arg(r.value(QStringLiteral("steps")).toInteger())
+                       : tr("Run %1 after %2 steps. Adapter: %3")
+                             .arg(outcome)
+                             .arg(r.value(QStringLiteral("steps")).toInteger())
+                             .arg(QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString())));
+  log(tr("worker: %1").arg(outcome));
+  const QJsonObject oom = r.value(QStringLiteral("out_of_memory")).toObject();
+  if (!oom.isEmpty()) {
+    // The worker measured a setting that fits: the form takes it, so Resume continues with it.
+    const QJsonObject s = oom.value(QStringLiteral("suggested")).toObject();
+    if (!s.isEmpty()) {
+      TrainConfig c = form_config();
+      c.batch_size = s.value(QStringLiteral("batch_size")).toInt();
+      c.grad_accum = s.value(QStringLiteral("grad_accum")).toInt();
+      c.activation_checkpointing = s.value(QStringLiteral("activation_checkpointing")).toBool();
+      show_config(c);
     }
-    update_buttons();
-    Q_EMIT run_finished(r);
-  });
-  connect(worker_, &TrainWorker::died, this, [this](const QString& tail) {
-    // The worker could not say so itself: its journal row still says running. The Runs pane shows it as
-    // interrupted from now on; Start resumes it (the worker continues the same row).
-    if (context_.journal) {
-      try {
-        context_.journal->mark_interrupted(
-            [](int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; });
-      } catch (const forja::Error& e) {
-        log(tr("the run journal could not be updated: %1").arg(QString::fromStdString(e.message())));
-      }
-    }
-    const QString last = tail.section(QLatin1Char('\n'), -3);
-    error_->show_error(tr("The training process ended without finishing."),
-                       last.isEmpty()
-                           ? tr("It was killed or crashed. Start resumes from the last checkpoint.")
-                           : last + QStringLiteral("\n") +
-                                 tr("Fix the problem, then Start resumes from the last checkpoint."));
-    status_->setText(tr("Interrupted."));
-    update_buttons();
-    Q_EMIT run_failed(tail);
-  });
-  apply_preset(QStringLiteral("quick"));
-  set_model_dir({});
-  update_estimate();
+    error_->show_error(
+        tr("The GPU ran out of memory."),
+        oom.value(QStringLiteral("message")).toString() +
+            (s.isEmpty() ? QString() : QStringLiteral("\n") + tr("The form now has that setting.")));
+    status_->setText(tr("Paused: out of GPU memory. Resume continues with the setting that fits."));
+  }
   update_buttons();
+  Q_EMIT run_finished(r);
+}
+
+void TrainPane::on_died(const QString& tail) {
+  // The worker could not say so itself: its journal row still says running. The Runs pane shows it as
+  // interrupted from now on; Start resumes it (the worker continues the same row).
+  if (context_.journal) {
+    try {
+      context_.journal->mark_interrupted(
+          [](int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; });
+    } catch (const forja::Error& e) {
+      log(tr("the run journal could not be updated: %1").arg(QString::fromStdString(e.message())));
+    }
+  }
+  const QString last = tail.section(QLatin1Char('\n'), -3);
+  error_->show_error(tr("The training process ended without finishing."),
+                     last.isEmpty()
+                         ? tr("It was killed or crashed. Start resumes from the last checkpoint.")
+                         : last + QStringLiteral("\n") +
+                               tr("Fix the problem, then Start resumes from the last checkpoint."));
+  status_->setText(tr("Interrupted."));
+  update_buttons();
+  Q_EMIT run_failed(tail);
 }
 
 QCustomPlot* TrainPane::make_plot(const QString& name, const QString& y_label) {
@@ -358,28 +483,23 @@ void TrainPane::apply_preset(const QString& name) {
     const QSignalBlocker block(preset_);  // the combo shows the preset; its signal would apply it again
     if (const int i = preset_->findData(name); i >= 0) preset_->setCurrentIndex(i);
   }
-  // Starting points a practitioner would pick: the quick test checks the setup in seconds, balanced is the
-  // common LoRA recipe (r16, alpha 32, lr 2e-4, cosine with warmup), thorough trains longer with eval and
-  // early stopping.
-  if (name == QLatin1String("quick")) {
-    steps_->setValue(20), batch_->setValue(2), accum_->setValue(1), max_len_->setValue(512);
-    warmup_->setValue(2), eval_every_->setValue(10), ckpt_every_->setValue(10), lr_->setValue(2e-4);
-  } else if (name == QLatin1String("balanced")) {
-    steps_->setValue(500), batch_->setValue(4), accum_->setValue(4), max_len_->setValue(2048);
-    warmup_->setValue(25), eval_every_->setValue(50), ckpt_every_->setValue(50), lr_->setValue(2e-4);
-  } else if (name == QLatin1String("thorough")) {
-    steps_->setValue(3000), batch_->setValue(4), accum_->setValue(8), max_len_->setValue(4096);
-    warmup_->setValue(100), eval_every_->setValue(100), ckpt_every_->setValue(100), lr_->setValue(1e-4);
-  } else if (name == QLatin1String("demo")) {
-    // The built-in toy model (about 1M parameters) learns the chat format of its 80 questions in under a
-    // minute on the CPU: a high rate, no dropout, no eval.
-    steps_->setValue(60), batch_->setValue(8), accum_->setValue(1), max_len_->setValue(256);
-    warmup_->setValue(3), eval_every_->setValue(0), ckpt_every_->setValue(20), lr_->setValue(6e-3);
-    dropout_->setValue(0.0);
-    device_->setCurrentText(QStringLiteral("cpu"));
-  }
-  rank_->setValue(16);
-  alpha_->setValue(32);
+  TrainConfig c = form_config();
+  for (const Preset& p : kPresets)
+    if (name == QLatin1String(p.name)) p.apply(c);
+  // Every preset trains the common LoRA shape.
+  c.lora.rank = 16;
+  c.lora.alpha = 32;
+  show_config(c);
+}
+
+TrainConfig TrainPane::form_config() const {
+  TrainConfig c;
+  for (const TrainFormField& f : form_) f.read(c);
+  return c;
+}
+
+void TrainPane::show_config(const TrainConfig& config) {
+  for (const TrainFormField& f : form_) f.show(config);
 }
 
 void TrainPane::set_model_dir(const QString& dir) {
@@ -413,13 +533,14 @@ void TrainPane::update_estimate() {
     estimate_->setText(tr("Estimated GPU memory: open a model to see it."));
     return;
   }
+  const TrainConfig c = form_config();
   forja::TrainShape t;
-  t.batch_size = batch_->value();
-  t.seq_len = max_len_->value();
-  t.lora_rank = rank_->value();
-  t.activation_checkpointing = checkpointing_->isChecked();
-  t.selective_checkpointing = selective_->isChecked();
-  t.nf4_base = base_4bit_->isChecked();
+  t.batch_size = c.batch_size;
+  t.seq_len = c.max_length;
+  t.lora_rank = c.lora.rank;
+  t.activation_checkpointing = c.activation_checkpointing;
+  t.selective_checkpointing = c.selective_checkpointing;
+  t.nf4_base = c.base_quant == "nf4";
   const forja::MemoryEstimate m = forja::estimate_train_memory(*shape_, t);
   estimate_->setText(tr("Estimated GPU memory: about %1 (weights %2, LoRA and optimizer %3, activations %4). "
                         "Rows shorter than the max length take less.")
@@ -436,7 +557,7 @@ void TrainPane::set_dataset(const QString& file, const QJsonObject& data_setting
 }
 
 QString TrainPane::config_json() const {
-  forja::TrainConfig c;
+  TrainConfig c = form_config();
   c.model_dir = model_dir_.toStdString();
   c.output_dir = output_dir_->text().toStdString();
   c.train_file = dataset_.toStdString();
@@ -448,30 +569,6 @@ QString TrainPane::config_json() const {
   c.on_bad_record = text("on_bad_record", c.on_bad_record);
   c.eval_fraction = data_settings_.value(QStringLiteral("eval_fraction")).toDouble(c.eval_fraction);
   c.train_on_prompt = data_settings_.value(QStringLiteral("train_on_prompt")).toBool(c.train_on_prompt);
-  c.packing = packing_->isChecked();
-  c.device = device_->currentText().toStdString();
-  c.dtype = dtype_->currentText().toStdString();
-  c.batch_size = batch_->value();
-  c.max_length = max_len_->value();
-  c.lora.rank = rank_->value();
-  c.lora.alpha = alpha_->value();
-  c.lora.dropout = dropout_->value();
-  c.optimizer.learning_rate = lr_->value();
-  c.optimizer.weight_decay = weight_decay_->value();
-  c.optimizer.max_grad_norm = clip_->value();
-  c.optimizer.warmup_steps = warmup_->value();
-  const QString s = schedule_->currentText();
-  c.optimizer.schedule = s == QLatin1String("linear")     ? forja::LrSchedule::Linear
-                         : s == QLatin1String("constant") ? forja::LrSchedule::Constant
-                                                          : forja::LrSchedule::Cosine;
-  c.max_steps = steps_->value();
-  c.grad_accum = accum_->value();
-  c.activation_checkpointing = checkpointing_->isChecked();
-  c.selective_checkpointing = selective_->isChecked();
-  c.base_quant = base_4bit_->isChecked() ? "nf4" : "none";
-  c.eval_every = eval_every_->value();
-  c.checkpoint_every = ckpt_every_->value();
-  c.seed = static_cast<uint64_t>(seed_->value());
   return QString::fromStdString(forja::train_config_to_json(c));
 }
 
@@ -525,28 +622,7 @@ bool TrainPane::restore_run(const QString& config_json, qint64 worker_pid) {
     return false;
   }
   auto q = [](const std::string& s) { return QString::fromStdString(s); };
-  rank_->setValue(static_cast<int>(c.lora.rank));
-  alpha_->setValue(c.lora.alpha);
-  dropout_->setValue(c.lora.dropout);
-  lr_->setValue(c.optimizer.learning_rate);
-  weight_decay_->setValue(c.optimizer.weight_decay);
-  clip_->setValue(c.optimizer.max_grad_norm);
-  warmup_->setValue(static_cast<int>(c.optimizer.warmup_steps));
-  schedule_->setCurrentText(c.optimizer.schedule == forja::LrSchedule::Linear     ? QStringLiteral("linear")
-                            : c.optimizer.schedule == forja::LrSchedule::Constant ? QStringLiteral("constant")
-                                                                                  : QStringLiteral("cosine"));
-  steps_->setValue(static_cast<int>(c.max_steps));
-  batch_->setValue(static_cast<int>(c.batch_size));
-  accum_->setValue(static_cast<int>(c.grad_accum));
-  eval_every_->setValue(static_cast<int>(c.eval_every));
-  ckpt_every_->setValue(static_cast<int>(c.checkpoint_every));
-  seed_->setValue(static_cast<int>(c.seed));
-  device_->setCurrentText(q(c.device));
-  dtype_->setCurrentText(q(c.dtype));
-  checkpointing_->setChecked(c.activation_checkpointing);
-  selective_->setChecked(c.selective_checkpointing);
-  base_4bit_->setChecked(c.base_quant == "nf4");
-  packing_->setChecked(c.packing);
+  show_config(c);
   model_dir_ = q(c.model_dir);  // set_dataset shows it, through set_model_dir
   set_dataset(q(c.train_file), QJsonObject{{QStringLiteral("data_format"), q(c.data_format)},
                                            {QStringLiteral("max_length"), static_cast<int>(c.max_length)},

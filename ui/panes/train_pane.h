@@ -8,7 +8,9 @@
 #include <QJsonObject>
 #include <QString>
 
+#include <functional>
 #include <optional>
+#include <vector>
 
 #include "forja/memory_estimate.h"
 #include "pane.h"
@@ -25,10 +27,23 @@ class QProgressBar;
 class QPushButton;
 class QSpinBox;
 
+namespace forja {
+struct TrainConfig;
+}
+
 namespace forja::ui {
 
 class ErrorBox;
 class TrainWorker;
+
+// One widget of the Train pane's form and the TrainConfig value it edits, both ways: read puts the widget's
+// value into a config, show puts a config's value into the widget.
+struct TrainFormField {
+  const char* object_name;
+  QWidget* widget;
+  std::function<void(forja::TrainConfig&)> read;
+  std::function<void(const forja::TrainConfig&)> show;
+};
 
 class TrainPane : public Pane {
   Q_OBJECT
@@ -69,12 +84,26 @@ class TrainPane : public Pane {
   void changeEvent(QEvent* event) override;
 
  private:
+  // The constructor's parts: the widgets and their layout, the form's binding to TrainConfig, the signals.
+  void build_layout();
+  QWidget* build_form();
+  QWidget* build_run_view();
+  void bind_form();
+  void wire_signals();
+  void show_export_dialog();
+
   void on_step(const QJsonObject& p);
+  void on_finished(const QJsonObject& result);
+  void on_died(const QString& tail);
   void log(const QString& line);
   void update_buttons();
   QCustomPlot* make_plot(const QString& name, const QString& y_label);
 
   void update_estimate();
+  // The form's values over TrainConfig's defaults (the pane's model, dataset and output folder are not in
+  // it), and a config's values into the form: both through form_, the one list of bound fields.
+  forja::TrainConfig form_config() const;
+  void show_config(const forja::TrainConfig& config);
 
   QString model_dir_, dataset_;
   std::optional<forja::ModelShape> shape_;
@@ -95,6 +124,7 @@ class TrainPane : public Pane {
   ErrorBox* error_;
   QCustomPlot *loss_plot_, *lr_plot_, *norm_plot_, *speed_plot_;
   QPlainTextEdit* log_;
+  std::vector<TrainFormField> form_;
 };
 
 }  // namespace forja::ui
