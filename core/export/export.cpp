@@ -32,8 +32,7 @@ const char* const kCopied[] = {"config.json",
                                "merges.txt",
                                "added_tokens.json",
                                "chat_template.jinja"};
-// transformers' default max_shard_size for save_pretrained is 5 GB; 4 GiB keeps each shard under what 32-bit
-// offsets in older readers address.
+// The most bytes of tensors one safetensors shard holds; a larger model is split and indexed.
 constexpr int64_t kShardBytes = int64_t{4} << 30;
 
 [[noreturn]] void throw_cancelled(const fs::path& out) {
