@@ -17,7 +17,7 @@ namespace {
 int run_export(forja::cli::Args& args) {
   args.reject_unknown({"adapter", "out", "dtype", "base-quant", "nf4-double-quant", "format"});
   forja::ExportOptions o;
-  o.model_dir = args.positional(0, "<model-dir>");
+  o.model_dir = forja::cli::model_dir_arg(args, 0);
   const auto adapter = args.option("adapter");
   const auto out = args.option("out");
   const std::string format = args.option_or("format", "hf");
@@ -58,6 +58,6 @@ int run_export(forja::cli::Args& args) {
 
 FORJA_CLI_COMMAND(
     export, "Merge a LoRA adapter into its base model and write a Hugging Face model folder, or a GGUF file",
-    "export <model-dir> [--adapter DIR --merge] --out DIR|FILE.gguf [--format hf|gguf] "
+    "export <model-dir|org/name> [--pull] [--adapter DIR --merge] --out DIR|FILE.gguf [--format hf|gguf] "
     "[--dtype fp32|bf16|fp16] [--base-quant nf4 [--nf4-double-quant on|off]]",
-    run_export, {"merge"});
+    run_export, {"merge", "pull"});

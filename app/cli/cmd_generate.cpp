@@ -98,7 +98,7 @@ int run_generate(Args& args) {
   args.reject_unknown({"device", "dtype", "base-quant", "max-context", "adapter", "max-new", "temperature",
                        "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
                        "frequency-penalty", "seed", "stop", "prompt", "prompt-ids"});
-  const std::string dir = args.positional(0, "<model-dir>");
+  const std::string dir = forja::cli::model_dir_arg(args, 0);
   const bool json = args.flag("json");
   const auto prompt_ids = args.option("prompt-ids");
   const auto prompt_text = args.option("prompt");
@@ -183,8 +183,8 @@ int run_generate(Args& args) {
 
 FORJA_CLI_COMMAND(
     generate, "Generate a continuation of one prompt (streamed; --json for tokens, log-probs, timings)",
-    "generate <model-dir> (--prompt-ids 1,2,3 | --prompt TEXT) [--adapter DIR [--compare]] "
+    "generate <model-dir|org/name> [--pull] (--prompt-ids 1,2,3 | --prompt TEXT) [--adapter DIR [--compare]] "
     "[--max-new N] [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] "
     "[--presence-penalty P] [--frequency-penalty F] [--seed S] [--stop TEXT] [--device cpu|cuda] "
     "[--dtype fp32|bf16|fp16] [--base-quant none|nf4] [--max-context N] [--no-graphs] [--json]",
-    forja::cli::run_generate, {"json", "compare", "no-graphs"});
+    forja::cli::run_generate, {"json", "compare", "no-graphs", "pull"});

@@ -18,16 +18,20 @@ std::string human_bytes(double b) {
 
 std::string human_count(double n) {
   char buf[32];
-  if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
-  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
-  else if (n >= 1e3) std::snprintf(buf, sizeof buf, "%.1fK", n / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.0f", n);
+  if (n >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
+  else if (n >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.2fM", n / 1e6);
+  else if (n >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1fK", n / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f", n);
   return buf;
 }
 
 int run_info(forja::cli::Args& args) {
   args.reject_unknown({});
-  const forja::ModelInfo m = forja::inspect_model(args.positional(0, "<model-dir>"));
+  const forja::ModelInfo m = forja::inspect_model(forja::cli::model_dir_arg(args, 0));
   if (args.flag("json")) {
     nlohmann::ordered_json j = {{"dir", m.dir.string()},
                                 {"architecture", m.architecture},
@@ -76,4 +80,5 @@ int run_info(forja::cli::Args& args) {
 
 }  // namespace
 
-FORJA_CLI_COMMAND(info, "Show what a Hugging Face model folder holds", "info <model-dir> [--json]", run_info, {"json"});
+FORJA_CLI_COMMAND(info, "Show what a Hugging Face model folder holds",
+                  "info <model-dir|org/name> [--json] [--pull]", run_info, {"json", "pull"});

@@ -13,7 +13,7 @@ namespace {
 int run_score(forja::cli::Args& args) {
   args.reject_unknown({"ids", "dtype", "device", "dump-logits", "adapter"});
   forja::ScoreOptions o;
-  o.model_dir = args.positional(0, "<model-dir>");
+  o.model_dir = forja::cli::model_dir_arg(args, 0);
   auto ids_path = args.option("ids");
   if (!ids_path) throw forja::Error("score needs --ids ids.json", "--text comes with the tokenizers.");
   const auto sequences = forja::read_id_sequences(*ids_path);
@@ -35,8 +35,8 @@ int run_score(forja::cli::Args& args) {
 
 }  // namespace
 
-FORJA_CLI_COMMAND(
-    score, "Per-token log-probs and perplexity of token sequences",
-    "score <model-dir> --ids ids.json [--adapter DIR] [--dtype fp32|bf16|fp16] [--device cpu|cuda] "
-    "[--dump-logits out.safetensors]",
-    run_score, {});
+FORJA_CLI_COMMAND(score, "Per-token log-probs and perplexity of token sequences",
+                  "score <model-dir|org/name> [--pull] --ids ids.json [--adapter DIR] [--dtype "
+                  "fp32|bf16|fp16] [--device cpu|cuda] "
+                  "[--dump-logits out.safetensors]",
+                  run_score, {"pull"});

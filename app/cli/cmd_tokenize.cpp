@@ -45,7 +45,7 @@ std::vector<forja::ChatMessage> read_conversation(const std::string& path, const
 
 int run_tokenize(forja::cli::Args& args) {
   args.reject_unknown({"batch", "chat", "template"});
-  const forja::Tokenizer tok = forja::Tokenizer::load(args.positional(0, "<model-dir>"));
+  const forja::Tokenizer tok = forja::Tokenizer::load(forja::cli::model_dir_arg(args, 0));
   const bool add_special = !args.flag("no-special");
 
   if (auto batch = args.option("batch")) {
@@ -113,8 +113,8 @@ int run_tokenize(forja::cli::Args& args) {
 }  // namespace
 
 FORJA_CLI_COMMAND(tokenize, "Tokenize text, a batch of strings or a chat the way the model's tokenizer does",
-                  "tokenize <model-dir> \"text\" [--no-special] [--json]\n"
+                  "tokenize <model-dir|org/name> \"text\" [--pull] [--no-special] [--json]\n"
                   "       forja-cli tokenize <model-dir> --batch strings.json [--no-special]\n"
                   "       forja-cli tokenize <model-dir> --chat conversation.json [--template NAME] "
                   "[--generation-prompt] [--json]",
-                  run_tokenize, {"json", "no-special", "generation-prompt"});
+                  run_tokenize, {"json", "no-special", "generation-prompt", "pull"});

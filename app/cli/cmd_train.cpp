@@ -23,6 +23,7 @@
 #include "command.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
+#include "forja/hub.h"
 #include "forja/train.h"
 #include "forja/train_run.h"
 #if FORJA_HAS_STORE
@@ -139,6 +140,10 @@ int run_train(forja::cli::Args& args) {
   const bool no_journal = args.flag("no-journal");
   const bool tty = !json_progress && isatty(fileno(stdout));
   forja::TrainConfig config = forja::train_config_from_text(forja::read_text_file(path), path);
+  // model_dir may name a Hub repo (org/name): its snapshot in the cache is the folder the run reads.
+  config.model_dir = forja::hub::resolve_model_dir(config.model_dir, args.flag("pull")).string();
+  if (!config.tokenizer_dir.empty())
+    config.tokenizer_dir = forja::hub::resolve_model_dir(config.tokenizer_dir, args.flag("pull")).string();
   if (args.option("nproc") || args.option("gpus")) return launch_training(args, path);
 
   std::signal(SIGINT, on_stop_signal);

@@ -1,6 +1,9 @@
 #include "command.h"
 
+#include <cstdio>
+
 #include "forja/error.h"
+#include "forja/hub.h"
 
 namespace forja::cli {
 
@@ -9,7 +12,8 @@ std::map<std::string, Command>& registry() {
   return commands;
 }
 
-Args::Args(const std::vector<std::string>& words, const std::set<std::string>& flags) : declared_flags_(flags) {
+Args::Args(const std::vector<std::string>& words, const std::set<std::string>& flags)
+    : declared_flags_(flags) {
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (w.size() > 2 && w.rfind("--", 0) == 0) {
@@ -53,6 +57,19 @@ void Args::reject_unknown(std::initializer_list<const char*> known_options) cons
   for (const auto& f : flags_) {
     if (f != "help" && !declared_flags_.count(f)) throw Error("unknown flag --" + f);
   }
+}
+
+std::string model_dir_arg(const Args& args, size_t i) {
+  const std::string& text = args.positional(i, "<model-dir>");
+  int last_percent = -1;
+  const auto progress = [&](const hub::PullProgress& p) {
+    const int percent = p.total ? int(100 * p.done / p.total) : 100;
+    if (percent == last_percent) return;
+    last_percent = percent;
+    std::fprintf(stderr, "\rPulling %s: %3d%%", text.c_str(), percent);
+    if (p.file.empty()) std::fprintf(stderr, "\n");
+  };
+  return hub::resolve_model_dir(text, args.flag("pull"), progress).string();
 }
 
 }  // namespace forja::cli

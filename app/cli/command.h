@@ -51,12 +51,19 @@ struct Command {
 
 std::map<std::string, Command>& registry();
 
+// The i-th positional as a model folder: a folder as it is, or a Hugging Face repo id (org/name[@revision])
+// found in the Hub cache, downloaded first when the command was given --pull (its "pull" flag).
+std::string model_dir_arg(const Args& args, size_t i);
+
 struct Registrar {
   explicit Registrar(Command c) { registry().emplace(c.name, std::move(c)); }
 };
 
 }  // namespace forja::cli
 
-#define FORJA_CLI_COMMAND(name, summary, usage, fn, ...) \
-  static const ::forja::cli::Registrar forja_cli_registrar_##name{                  \
-      ::forja::cli::Command{#name, summary, usage, fn, std::set<std::string> __VA_ARGS__}}
+#define FORJA_CLI_COMMAND(name, summary, usage, fn, ...)             \
+  static const ::forja::cli::Registrar forja_cli_registrar_##name {  \
+    ::forja::cli::Command {                                          \
+#name, summary, usage, fn, std::set < std::string> __VA_ARGS__ \
+    }                                                                \
+  }

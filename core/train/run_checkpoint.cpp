@@ -16,8 +16,8 @@
 #include "forja/file_util.h"
 #include "forja/safetensors.h"
 #include "lora_peft.h"
-#include "sha256.h"
 #include "util/json_number.h"
+#include "util/sha256.h"
 #include "weights.h"
 
 namespace forja::train {

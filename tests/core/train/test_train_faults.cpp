@@ -24,9 +24,9 @@
 #include "reference.h"
 #include "run.h"
 #include "run_checkpoint.h"
-#include "sha256.h"
 #include "train_data.h"
 #include "train_run_config.h"
+#include "util/sha256.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -124,7 +124,7 @@ class TestTrainFaults : public QObject {
     QCOMPARE(ref_.outcome, std::string("finished"));
     QCOMPARE(int64_t(ref_.loss.size()), kSteps);
     QCOMPARE(ref_.checkpoints, (std::vector<int64_t>{2, 4, 6, 8}));
-    ref_adapter_sha_ = forja::train::sha256_file(ref_dir / "run" / "adapter" / "adapter_model.safetensors");
+    ref_adapter_sha_ = forja::sha256_file(ref_dir / "run" / "adapter" / "adapter_model.safetensors");
   }
 
   void killAtEveryPointThenResume_data() {
@@ -252,7 +252,7 @@ class TestTrainFaults : public QObject {
       QVERIFY2(e.path().filename().string().rfind(".adapter-", 0) != 0, e.path().c_str());
     for (const auto& e : fs::directory_iterator(out / "checkpoints"))
       QVERIFY2(e.path().filename().string()[0] != '.', e.path().c_str());
-    QCOMPARE(forja::train::sha256_file(out / "adapter" / "adapter_model.safetensors"), ref_adapter_sha_);
+    QCOMPARE(forja::sha256_file(out / "adapter" / "adapter_model.safetensors"), ref_adapter_sha_);
     survived << QString("resumed from step %1 to the end: %2 journal rows, checkpoint rows %3")
                     .arg(last.lines.resumed_from)
                     .arg(points.size())
@@ -372,9 +372,8 @@ class TestTrainFaults : public QObject {
       ts["step"] = step;
       forja::write_file_atomic(newest / "trainer_state.json", ts.dump());
       json m = json::parse(forja::read_text_file(newest / "manifest.json"));
-      m["files"]["trainer_state.json"] = {
-          {"bytes", fs::file_size(newest / "trainer_state.json")},
-          {"sha256", forja::train::sha256_file(newest / "trainer_state.json")}};
+      m["files"]["trainer_state.json"] = {{"bytes", fs::file_size(newest / "trainer_state.json")},
+                                          {"sha256", forja::sha256_file(newest / "trainer_state.json")}};
       forja::write_file_atomic(newest / "manifest.json", m.dump());
     };
     tamper(1e15);
@@ -404,8 +403,7 @@ class TestTrainFaults : public QObject {
     }
     const Outcome again = run_cli(args(out), {});
     QVERIFY2(!again.killed && again.exit_code == 0, again.err.constData());
-    QCOMPARE(forja::train::sha256_file(out / "model.safetensors"),
-             forja::train::sha256_file(clean / "model.safetensors"));
+    QCOMPARE(forja::sha256_file(out / "model.safetensors"), forja::sha256_file(clean / "model.safetensors"));
     for (const auto& e : fs::directory_iterator(root_))
       QVERIFY2(e.path().filename().string().find(".partial-") == std::string::npos, e.path().c_str());
   }

@@ -25,9 +25,9 @@
 #include "forja/train.h"
 #include "reference.h"
 #include "run_checkpoint.h"
-#include "sha256.h"
 #include "train_data.h"
 #include "train_run_config.h"
+#include "util/sha256.h"
 
 namespace fs = std::filesystem;
 using forja_test::write_dataset;
@@ -129,11 +129,11 @@ class TestTrainResume : public QObject {
   void initTestCase() { g_journal = fs::path(journal_dir_.path().toStdString()) / "journal.db"; }
   void sha256KnownAnswers() {
     // FIPS 180-4 examples ("abc", the 448-bit message) and the empty string.
-    QCOMPARE(forja::train::sha256_hex("abc"),
+    QCOMPARE(forja::sha256_hex("abc"),
              std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
-    QCOMPARE(forja::train::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+    QCOMPARE(forja::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
              std::string("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
-    QCOMPARE(forja::train::sha256_hex(""),
+    QCOMPARE(forja::sha256_hex(""),
              std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
   }
 
@@ -200,8 +200,8 @@ class TestTrainResume : public QObject {
           (long long)kSteps, (long long)full_run_ms, (long long)last_resume);
 
     // Same final adapter, byte for byte.
-    QCOMPARE(forja::train::sha256_file(root / "b" / "run" / "adapter" / "adapter_model.safetensors"),
-             forja::train::sha256_file(root / "a" / "run" / "adapter" / "adapter_model.safetensors"));
+    QCOMPARE(forja::sha256_file(root / "b" / "run" / "adapter" / "adapter_model.safetensors"),
+             forja::sha256_file(root / "a" / "run" / "adapter" / "adapter_model.safetensors"));
     // keep_checkpoints = 2
     QCOMPARE(forja::train::list_checkpoints(root / "b" / "run" / "checkpoints").size(), size_t(2));
 

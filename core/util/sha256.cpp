@@ -1,4 +1,4 @@
-#include "sha256.h"
+#include "util/sha256.h"
 
 #include <cerrno>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include "forja/error.h"
 
-namespace forja::train {
+namespace forja {
 namespace {
 
 constexpr uint32_t kRound[64] = {
@@ -99,4 +99,4 @@ std::string sha256_file(const std::filesystem::path& path) {
   return h.hex_digest();
 }
 
-}  // namespace forja::train
+}  // namespace forja

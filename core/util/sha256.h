@@ -1,5 +1,5 @@
-// SHA-256 (FIPS 180-4) for the checkpoint manifests: a torn or bit-flipped file must not pass as a
-// checkpoint.
+// SHA-256 (FIPS 180-4): checkpoint manifests (a torn or bit-flipped file must not pass as a checkpoint) and
+// Hub downloads (an LFS file's ETag is the SHA-256 of its content).
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace forja::train {
+namespace forja {
 
 class Sha256 {
  public:
@@ -27,4 +27,4 @@ std::string sha256_hex(std::string_view data);
 // Hashes a file by streaming it; throws forja::Error naming the file when it cannot be read.
 std::string sha256_file(const std::filesystem::path& path);
 
-}  // namespace forja::train
+}  // namespace forja
