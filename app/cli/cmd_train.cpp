@@ -228,7 +228,10 @@ int run_train(forja::cli::Args& args) {
                                   {"lr", p.learning_rate},
                                   {"grad_norm", p.grad_norm},
                                   {"tokens", p.tokens},
+                                  {"trained_tokens", p.trained_tokens},
+                                  {"positions", p.positions},
                                   {"tokens_per_s", p.tokens_per_second},
+                                  {"positions_per_s", p.positions_per_second},
                                   {"gpu_allocated_gib", p.gpu_allocated_gib},
                                   {"gpu_reserved_gib", p.gpu_reserved_gib},
                                   {"elapsed_s", p.elapsed_seconds},
@@ -239,11 +242,15 @@ int run_train(forja::cli::Args& args) {
       // On a terminal: one progress bar redrawn in place, with a line kept for each eval and checkpoint.
       // Elsewhere (a log file): a line per step.
       const std::string lead = tty ? "\r" + progress_bar(p.step, p.total_steps, 24) + " " : std::string();
-      std::printf("%sstep %lld/%lld  loss %.4f%s  lr %.3g  |g| %.3g  %.0f tok/s  %.1f GiB  ETA %s%s",
-                  lead.c_str(), static_cast<long long>(p.step), static_cast<long long>(p.total_steps), p.loss,
-                  p.eval_loss ? ("  eval " + std::to_string(*p.eval_loss)).c_str() : "", p.learning_rate,
-                  p.grad_norm, p.tokens_per_second, p.gpu_reserved_gib, duration(p.eta_seconds).c_str(),
-                  tty ? "\033[K" : "\n");
+      // Real tokens and their rate first; the trained count and the padded positions say what else ran.
+      std::printf(
+          "%sstep %lld/%lld  loss %.4f%s  lr %.3g  |g| %.3g  %.0f tok/s (%lld tok, %lld trained, %lld pos)  "
+          "%.1f GiB  ETA %s%s",
+          lead.c_str(), static_cast<long long>(p.step), static_cast<long long>(p.total_steps), p.loss,
+          p.eval_loss ? ("  eval " + std::to_string(*p.eval_loss)).c_str() : "", p.learning_rate, p.grad_norm,
+          p.tokens_per_second, static_cast<long long>(p.tokens), static_cast<long long>(p.trained_tokens),
+          static_cast<long long>(p.positions), p.gpu_reserved_gib, duration(p.eta_seconds).c_str(),
+          tty ? "\033[K" : "\n");
       if (tty && (p.eval_loss || p.step == p.total_steps)) std::printf("\n");
       std::fflush(stdout);
     }

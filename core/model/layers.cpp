@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "fused_ops.h"
 #include "torch_compat.h"
@@ -179,8 +180,34 @@ at::Tensor segment_mask(const at::Tensor& segment_ids) {
   return (segment_ids.unsqueeze(-1) == segment_ids.unsqueeze(-2)).unsqueeze(1);
 }
 
-at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t sliding_window,
-                            const at::Tensor& same_segment) {
+PackedSegments packed_segments(const at::Tensor& segment_ids, bool varlen) {
+  PackedSegments out;
+  if (!segment_ids.defined()) return out;
+  out.segment_ids = segment_ids;
+  if (!varlen) {
+    out.same_segment = segment_mask(segment_ids);
+    return out;
+  }
+  TORCH_CHECK(segment_ids.dim() == 2, "segment_ids must be [batch, seq]");
+  const at::Tensor ids = segment_ids.to(at::kCPU, at::kLong).contiguous();
+  const int64_t rows = ids.size(0), t = ids.size(1);
+  const int64_t* p = ids.data_ptr<int64_t>();
+  std::vector<int32_t> cu{0};
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t start = 0;
+    for (int64_t i = 1; i <= t; ++i) {
+      if (i < t && p[r * t + i] == p[r * t + i - 1]) continue;
+      out.max_seqlen = std::max(out.max_seqlen, i - start);
+      cu.push_back(static_cast<int32_t>(r * t + i));
+      start = i;
+    }
+  }
+  out.cu_seqlens = at::tensor(cu, at::TensorOptions().dtype(at::kInt)).to(segment_ids.device());
+  return out;
+}
+
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            int64_t sliding_window, const at::Tensor& same_segment) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   at::Tensor mask;
   const int64_t tq = q.size(-2), tk = k.size(-2);

@@ -105,4 +105,20 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
 // [B, T] segment ids -> [B, 1, T, T] bool, true where query and key belong to the same segment.
 at::Tensor segment_mask(const at::Tensor& segment_ids);
 
+// How the examples packed into rows are kept apart in attention: either the dense [B, 1, T, T] mask (the CPU
+// and fp32 reference) or the cumulative lengths of the runs of equal segment id over the flattened B * T
+// tokens, for variable-length attention (CUDA, half precision), which never builds a [T, T] mask. A row's
+// padding is a run of its own: it attends only to itself and carries no loss.
+struct PackedSegments {
+  at::Tensor same_segment;  // [B, 1, T, T] bool, or undefined
+  at::Tensor cu_seqlens;    // [runs + 1] int32 on the model's device, or undefined
+  int64_t max_seqlen = 0;   // the longest run
+  at::Tensor segment_ids;   // [B, T], kept for the dense fallback where the varlen kernel declines
+  bool defined() const { return same_segment.defined() || cu_seqlens.defined(); }
+};
+
+// From [B, T] segment ids (undefined: one example per row, nothing to keep apart). `varlen` picks the
+// cumulative lengths over the mask; they are counted on the host (one copy of the ids per forward).
+PackedSegments packed_segments(const at::Tensor& segment_ids, bool varlen);
+
 }  // namespace forja

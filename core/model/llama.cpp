@@ -1,6 +1,7 @@
 #include "llama.h"
 
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "fused_ops.h"
@@ -22,25 +23,46 @@ LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, WeightProvider& w, 
 }
 
 at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
-                                       const at::Tensor& same_segment, bool selective) {
+                                       const PackedSegments& segments, bool selective) {
   const int64_t b = x.size(0), t = x.size(1);
   at::Tensor q = q_proj->forward(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
   at::Tensor k = k_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
   at::Tensor v = v_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
   std::tie(q, k) = rope.apply(q, k, positions);
   const int64_t n_rep = heads_ / kv_heads_;
-  at::Tensor out;
-  const bool plain_causal = !same_segment.defined() && (sliding_window_ <= 0 || x.size(1) <= sliding_window_);
-  if (plain_causal && n_rep > 1) out = compat::causal_sdpa_gqa(q, k, v, 1.0 / std::sqrt(double(head_dim_)));
-  if (!out.defined())
-    out = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), sliding_window_, same_segment);
+  const double scale = 1.0 / std::sqrt(double(head_dim_));
   const int64_t width = heads_ * head_dim_;
-  at::Tensor merged = out.transpose(1, 2).reshape({b, t, width});
+  at::Tensor out, merged;
+  std::function<at::Tensor()> remake;
+  if (segments.cu_seqlens.defined()) {
+    // Packed rows as one stream of b * t tokens cut at cu_seqlens: [B, H, T, D] -> [B * T, H, D], the layout
+    // the projections made them in, and the output is already [B, T, H * D] without a transpose.
+    auto tokens = [&](const at::Tensor& y, int64_t n) {
+      return y.transpose(1, 2).reshape({b * t, n, head_dim_});
+    };
+    out = compat::varlen_attention(tokens(q, heads_), tokens(k, kv_heads_), tokens(v, kv_heads_),
+                                   segments.cu_seqlens, segments.max_seqlen, scale,
+                                   sliding_window_ > 0 ? sliding_window_ - 1 : -1);
+    if (out.defined()) {
+      merged = out.view({b, t, width});
+      remake = [out, b, t, width] { return out.view({b, t, width}); };
+    }
+  }
+  if (!out.defined()) {
+    at::Tensor same_segment = segments.same_segment;
+    if (!same_segment.defined() && segments.segment_ids.defined())
+      same_segment = segment_mask(segments.segment_ids);
+    const bool plain_causal =
+        !same_segment.defined() && (sliding_window_ <= 0 || x.size(1) <= sliding_window_);
+    if (plain_causal && n_rep > 1) out = compat::causal_sdpa_gqa(q, k, v, scale);
+    if (!out.defined())
+      out = causal_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), sliding_window_, same_segment);
+    merged = out.transpose(1, 2).reshape({b, t, width});
+    remake = [out, b, t, width] { return out.transpose(1, 2).reshape({b, t, width}); };
+  }
   if (!selective) return o_proj->forward(merged);
   // The attention keeps `out` for its own backward; the merged copy is one memory-bound pass away.
-  const fused::RecomputableInput keep(merged, [out, b, t, width] {
-    return out.transpose(1, 2).reshape({b, t, width});
-  });
+  const fused::RecomputableInput keep(merged, remake);
   return o_proj->forward(merged);
 }
 
@@ -72,7 +94,7 @@ LlamaBlockImpl::LlamaBlockImpl(const ModelConfig& c, WeightProvider& w, const st
 }
 
 at::Tensor LlamaBlockImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
-                                   const at::Tensor& same_segment, bool selective) {
+                                   const PackedSegments& segments, bool selective) {
   at::Tensor attn;
   {
     at::Tensor normed = input_layernorm->forward(x);
@@ -80,7 +102,7 @@ at::Tensor LlamaBlockImpl::forward(const at::Tensor& x, const Rotary& rope, cons
     // it.
     std::optional<fused::RecomputableInput> keep;
     if (selective) keep.emplace(normed, [norm = input_layernorm.get(), x] { return norm->forward(x); });
-    attn = self_attn->forward(normed, rope, positions, same_segment, selective);
+    attn = self_attn->forward(normed, rope, positions, segments, selective);
   }
   at::Tensor h, normed;
   std::tie(h, normed) = post_attention_layernorm->forward_with_residual(x, attn);
@@ -110,14 +132,13 @@ at::Tensor LlamaModel::hidden_states(const at::Tensor& input_ids, const ForwardO
   const int64_t t = input_ids.size(1);
   at::Tensor positions = options.position_ids.defined() ? options.position_ids
                                                         : at::arange(t, input_ids.options().dtype(at::kLong));
-  at::Tensor same_segment = options.segment_ids.defined() ? segment_mask(options.segment_ids) : at::Tensor();
   at::Tensor h = embed_tokens_->forward(input_ids);
+  const PackedSegments segments =
+      packed_segments(options.segment_ids, compat::varlen_attention_applies(h, config_.head_dim));
   for (const auto& layer : *layers_) {
     auto* block = layer->as<LlamaBlock>();
-    auto run = [block, this, positions, same_segment,
-                selective = options.selective_checkpointing](const at::Tensor& x) {
-      return block->forward(x, rope_, positions, same_segment, selective);
-    };
+    auto run = [block, this, positions, segments, selective = options.selective_checkpointing](
+                   const at::Tensor& x) { return block->forward(x, rope_, positions, segments, selective); };
     h = options.recompute_blocks ? recompute_in_backward(run, h) : run(h);
   }
   return norm_->forward(h);

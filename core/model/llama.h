@@ -15,7 +15,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
   // selective: o_proj's LoRA keeps the attention output's [B, T, H·D] copy as a recipe
   // (fused::RecomputableInput).
   at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
-                     const at::Tensor& same_segment, bool selective = false);
+                     const PackedSegments& segments, bool selective = false);
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
@@ -38,7 +38,7 @@ class LlamaBlockImpl : public torch::nn::Module {
   // selective: selective activation checkpointing (ForwardOptions::selective_checkpointing); the LoRA
   // adapters remake their inputs (the norms' outputs, SwiGLU's, the attention output's copy) in backward.
   at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
-                     const at::Tensor& same_segment, bool selective = false);
+                     const PackedSegments& segments, bool selective = false);
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};

@@ -4,6 +4,9 @@
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
+#include <optional>
+#include <tuple>
+
 #define FORJA_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
@@ -81,6 +84,69 @@ inline at::Tensor fused_rms_norm(const at::Tensor& x, const at::Tensor& weight, 
 #endif
   (void)x, (void)weight, (void)eps;
   return at::Tensor();
+}
+
+#if FORJA_TORCH_CUDA && FORJA_TORCH_AT_LEAST(2, 1)
+namespace detail {
+// Flash attention over packed variable-length sequences (LibTorch >= 2.1 on CUDA). Its argument list grew
+// across releases (the window sizes, seqused_k, alibi slopes), so the call is checked against this build's
+// declaration instead of being spelled by version; `T` is at::Tensor, dependent so that a declaration that
+// does not match makes the requires-expression false rather than an error.
+template <typename T>
+at::Tensor flash_varlen(const T& q, const T& k, const T& v, const T& cu_seqlens, int64_t max_seqlen,
+                        double scale, int64_t window_left) {
+  const std::optional<int64_t> left = window_left >= 0 ? std::optional<int64_t>(window_left) : std::nullopt;
+  const std::optional<int64_t> right = window_left >= 0 ? std::optional<int64_t>(0) : std::nullopt;
+  if constexpr (requires {
+                  at::_flash_attention_forward(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen, 0.0,
+                                               true, false, scale, left, right, std::optional<T>(),
+                                               std::optional<T>());
+                }) {
+    return std::get<0>(at::_flash_attention_forward(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen,
+                                                    0.0,
+                                                    /*is_causal=*/true, /*return_debug_mask=*/false, scale,
+                                                    left, right, std::optional<T>(), std::optional<T>()));
+  } else if constexpr (requires {
+                         at::_flash_attention_forward(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen,
+                                                      0.0, true, false, scale);
+                       }) {
+    if (window_left >= 0) return T();  // this LibTorch's kernel has no sliding window
+    return std::get<0>(at::_flash_attention_forward(q, k, v, cu_seqlens, cu_seqlens, max_seqlen, max_seqlen,
+                                                    0.0, true, false, scale));
+  } else {
+    (void)q, (void)k, (void)v, (void)cu_seqlens, (void)max_seqlen, (void)scale, (void)left, (void)right;
+    return T();
+  }
+}
+}  // namespace detail
+#endif
+
+// Whether varlen_attention can run on tensors of this device and dtype: CUDA, half precision, a head size the
+// flash kernels take. Where not, the caller uses the dense segment mask (the CPU reference).
+inline bool varlen_attention_applies(const at::Tensor& q, int64_t head_dim) {
+#if FORJA_TORCH_CUDA && FORJA_TORCH_AT_LEAST(2, 1)
+  return q.is_cuda() && (q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf) &&
+         head_dim % 8 == 0 && head_dim <= 256;
+#else
+  (void)q, (void)head_dim;
+  return false;
+#endif
+}
+
+// Causal attention inside each of the packed sequences that `cu_seqlens` ([n + 1] int32, cumulative lengths
+// over the flattened tokens) delimits, without a [T, T] mask: q [tokens, H, D], k and v [tokens, KV, D] with
+// H a multiple of KV (GQA without repeating k/v). `window_left` >= 0 lets a query see only that many earlier
+// keys of its sequence (Mistral's sliding window minus one). Differentiable. Undefined where this LibTorch
+// cannot.
+inline at::Tensor varlen_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                   const at::Tensor& cu_seqlens, int64_t max_seqlen, double scale,
+                                   int64_t window_left) {
+#if FORJA_TORCH_CUDA && FORJA_TORCH_AT_LEAST(2, 1)
+  return detail::flash_varlen(q, k, v, cu_seqlens, max_seqlen, scale, window_left);
+#else
+  (void)q, (void)k, (void)v, (void)cu_seqlens, (void)max_seqlen, (void)scale, (void)window_left;
+  return at::Tensor();
+#endif
 }
 
 inline std::string torch_version_string() {

@@ -77,6 +77,13 @@ CREATE TABLE messages(
 );
 CREATE INDEX messages_by_chat ON messages(chat_id, id);
 )sql",
+    // A step's counts, so that tokens_per_s (real tokens from now on) is read beside the padding it left out;
+    // rows of older runs keep them empty.
+    R"sql(
+ALTER TABLE metrics ADD COLUMN tokens INTEGER;
+ALTER TABLE metrics ADD COLUMN trained_tokens INTEGER;
+ALTER TABLE metrics ADD COLUMN positions INTEGER;
+)sql",
 };
 static_assert(std::size(kMigrations) == Journal::kSchemaVersion, "one migration per schema version");
 
@@ -459,13 +466,16 @@ void Journal::append_metrics(int64_t run_id, const std::vector<MetricPoint>& poi
   WriteTransaction tx(db_, path_, "append_metrics");
   Stmt s(db_, path_,
          "INSERT INTO metrics(run_id, step, time_ms, loss, eval_loss, lr, grad_norm, tokens_per_s, "
-         "gpu_memory_bytes) "
-         "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, step) DO UPDATE SET "
+         "gpu_memory_bytes, tokens, trained_tokens, positions) "
+         "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, step) DO UPDATE SET "
          "time_ms = excluded.time_ms, loss = coalesce(excluded.loss, loss), "
          "eval_loss = coalesce(excluded.eval_loss, eval_loss), lr = coalesce(excluded.lr, lr), "
          "grad_norm = coalesce(excluded.grad_norm, grad_norm), "
          "tokens_per_s = coalesce(excluded.tokens_per_s, tokens_per_s), "
-         "gpu_memory_bytes = coalesce(excluded.gpu_memory_bytes, gpu_memory_bytes)");
+         "gpu_memory_bytes = coalesce(excluded.gpu_memory_bytes, gpu_memory_bytes), "
+         "tokens = coalesce(excluded.tokens, tokens), "
+         "trained_tokens = coalesce(excluded.trained_tokens, trained_tokens), "
+         "positions = coalesce(excluded.positions, positions)");
   const int64_t now = journal_now_ms();
   for (const MetricPoint& p : points) {
     s.bind(1, run_id)
@@ -473,7 +483,8 @@ void Journal::append_metrics(int64_t run_id, const std::vector<MetricPoint>& poi
         .bind(3, p.time_ms ? p.time_ms : now)
         .bind(4, p.loss)
         .bind(5, p.eval_loss);
-    s.bind(6, p.lr).bind(7, p.grad_norm).bind(8, p.tokens_per_s).bind(9, p.gpu_memory_bytes).run();
+    s.bind(6, p.lr).bind(7, p.grad_norm).bind(8, p.tokens_per_s).bind(9, p.gpu_memory_bytes);
+    s.bind(10, p.tokens).bind(11, p.trained_tokens).bind(12, p.positions).run();
     s.reset();
   }
   tx.commit();
@@ -481,7 +492,8 @@ void Journal::append_metrics(int64_t run_id, const std::vector<MetricPoint>& poi
 
 std::vector<MetricPoint> Journal::metrics(int64_t run_id, int64_t after_step) {
   Stmt s(db_, path_,
-         "SELECT step, time_ms, loss, eval_loss, lr, grad_norm, tokens_per_s, gpu_memory_bytes FROM metrics "
+         "SELECT step, time_ms, loss, eval_loss, lr, grad_norm, tokens_per_s, gpu_memory_bytes, tokens, "
+         "trained_tokens, positions FROM metrics "
          "WHERE run_id = ? AND step > ? ORDER BY step");
   s.bind(1, run_id).bind(2, after_step);
   std::vector<MetricPoint> out;
@@ -495,6 +507,9 @@ std::vector<MetricPoint> Journal::metrics(int64_t run_id, int64_t after_step) {
     p.grad_norm = s.opt_f64(5);
     p.tokens_per_s = s.opt_f64(6);
     p.gpu_memory_bytes = s.opt_i64(7);
+    p.tokens = s.opt_i64(8);
+    p.trained_tokens = s.opt_i64(9);
+    p.positions = s.opt_i64(10);
     out.push_back(p);
   }
   return out;

@@ -74,6 +74,9 @@ void RunRecorder::step(const TrainProgress& p) {
   m.lr = p.learning_rate;
   m.grad_norm = p.grad_norm;
   m.tokens_per_s = p.tokens_per_second;
+  m.tokens = p.tokens;
+  m.trained_tokens = p.trained_tokens;
+  m.positions = p.positions;
   m.time_ms = journal_now_ms();
   if (p.gpu_allocated_gib > 0) m.gpu_memory_bytes = static_cast<int64_t>(p.gpu_allocated_gib * (1 << 30));
   pending_metrics_.push_back(m);

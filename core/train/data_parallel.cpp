@@ -17,14 +17,16 @@ std::vector<Batch> shard_for_rank(const std::vector<Batch>& step_batches, int ra
 }
 
 StepStats data_parallel_backward(Trainer& trainer, DataParallel& dp, const std::vector<Batch>& step_batches) {
-  int64_t tokens = 0, loss_tokens = 0;
+  int64_t positions = 0, tokens = 0, loss_tokens = 0;
   for (const auto& b : step_batches) {
-    tokens += b.rows * b.seq_len;
+    positions += b.rows * b.seq_len;
+    tokens += real_token_count(b);
     for (int32_t l : b.labels) loss_tokens += l != kIgnoreIndex;
   }
   StepStats s = trainer.backward(shard_for_rank(step_batches, dp.rank(), dp.world_size()),
                                  std::max<int64_t>(1, loss_tokens));
   sum_gradients(dp, trainer.optimizer().params(), &s.loss);
+  s.positions = positions;
   s.tokens = tokens;
   s.loss_tokens = loss_tokens;
   return s;

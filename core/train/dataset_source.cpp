@@ -117,12 +117,53 @@ TrainingData load_training_data(const TrainConfig& config, int64_t vocab_size) {
                   "Give a pre-tokenized eval_file instead.");
     auto train = read_tokenized_jsonl(config.train_file, config.max_length, vocab_size);
     const size_t n = train.size();
-    out.train = std::make_unique<TokenizedJsonlSource>(std::move(train), config.batch_size, config.seed,
-                                                       config.shuffle);
+    if (config.packing) {
+#if FORJA_TRAIN_HAS_DATASETS
+      // Packed like any dataset's examples: a label must be the token itself or -100, since a packed row's
+      // labels are made from the ids (each example's shift stays inside it).
+      std::vector<Example> examples;
+      examples.reserve(n);
+      for (size_t i = 0; i < n; ++i) {
+        Example e;
+        e.ids = std::move(train[i].ids);
+        e.train_mask.resize(e.ids.size());
+        for (size_t t = 0; t < e.ids.size(); ++t) {
+          const int32_t label = train[i].labels[t];
+          if (label != kIgnoreIndex && label != e.ids[t])
+            throw_file_error(config.train_file,
+                             "example " + std::to_string(i + 1) + ": label " + std::to_string(label) +
+                                 " at position " + std::to_string(t) + " is neither the token (" +
+                                 std::to_string(e.ids[t]) + ") nor -100, which packing needs",
+                             "Give labels equal to input_ids where the model learns and -100 elsewhere, or "
+                             "set packing to false.");
+          e.train_mask[t] = label != kIgnoreIndex;
+        }
+        e.source = config.train_file + ": example " + std::to_string(i + 1);
+        e.original_length = static_cast<int64_t>(e.ids.size());
+        examples.push_back(std::move(e));
+      }
+      BatchOptions bo;
+      bo.rows = config.batch_size;
+      bo.seq_len = config.max_length;
+      bo.packing = true;
+      bo.shuffle = config.shuffle;
+      bo.seed = config.seed;
+      bo.full_rows = true;
+      out.train = std::make_unique<DatasetSource>(std::move(examples), bo);
+#else
+      throw_file_error(config.train_file,
+                       "packing a pre-tokenized dataset needs the data area, which this build lacks",
+                       "Build Forja with the data area, or set packing to false.");
+#endif
+    } else {
+      out.train = std::make_unique<TokenizedJsonlSource>(std::move(train), config.batch_size, config.seed,
+                                                         config.shuffle);
+    }
+    out.summary = "data: " + count(n, "pre-tokenized examples") + (config.packing ? ", packed" : "") +
+                  " from " + config.train_file;
     if (!config.eval_file.empty())
       out.eval = batches_in_file_order(read_tokenized_jsonl(config.eval_file, config.max_length, vocab_size),
                                        config.batch_size);
-    out.summary = "data: " + count(n, "pre-tokenized examples") + " from " + config.train_file;
     return out;
   }
 

@@ -445,7 +445,10 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
     p.learning_rate = s.learning_rate;
     p.grad_norm = s.grad_norm;
     p.tokens = s.tokens;
+    p.trained_tokens = s.loss_tokens;
+    p.positions = s.positions;
     p.tokens_per_second = dt > 0 ? static_cast<double>(s.tokens) / dt : 0;
+    p.positions_per_second = dt > 0 ? static_cast<double>(s.positions) / dt : 0;
     p.elapsed_seconds = std::chrono::duration<double>(Clock::now() - start).count();
     p.eta_seconds = p.elapsed_seconds / static_cast<double>(state.step - first_step) *
                     static_cast<double>(config.max_steps - state.step);

@@ -90,7 +90,8 @@ StepStats Trainer::backward(const std::vector<Batch>& micro_batches, int64_t ste
   if (micro_batches.empty()) throw Error("an optimizer step needs at least one micro-batch");
   StepStats s;
   for (const auto& b : micro_batches) {
-    s.tokens += b.rows * b.seq_len;
+    s.positions += b.rows * b.seq_len;
+    s.tokens += real_token_count(b);
     for (int32_t l : b.labels) s.loss_tokens += l != kIgnoreIndex;
   }
   const double denom =

@@ -21,7 +21,8 @@ struct StepStats {
   double loss = 0;
   double grad_norm = 0;
   double learning_rate = 0;
-  int64_t tokens = 0;       // input tokens
+  int64_t positions = 0;    // rows x seq_len summed over the micro-batches, padding included
+  int64_t tokens = 0;       // real input tokens (padding excluded)
   int64_t loss_tokens = 0;  // labels != -100
 };
 

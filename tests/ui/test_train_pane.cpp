@@ -24,6 +24,7 @@
 #include "main_window.h"
 #include "panes/runs_pane.h"
 #include "panes/train_pane.h"
+#include "plot.h"
 #include "train_worker.h"
 #include "ui_test_support.h"
 
@@ -120,6 +121,35 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QCOMPARE(r.value(QStringLiteral("outcome")).toString(), QStringLiteral("finished"));
   QCOMPARE(r.value(QStringLiteral("steps")).toInt(), 6);
   QCOMPARE(pane_->plotted_steps(), 6);
+  // The speed plot shows the worker's real-token rate, and beside it the rate of positions with padding; the
+  // progress lines count real, trained and padded positions apart.
+  {
+    QFile lines(tmp_->filePath(QStringLiteral("run/progress.jsonl")));
+    QVERIFY(lines.open(QIODevice::ReadOnly));
+    auto* speed = pane_->findChild<QCustomPlot*>(QStringLiteral("trainSpeedPlot"));
+    QVERIFY(speed && speed->graphCount() == 3);
+    QCOMPARE(speed->graph(0)->dataCount(), 6);
+    QCOMPARE(speed->graph(2)->dataCount(), 6);
+    int steps = 0;
+    while (!lines.atEnd()) {
+      const QJsonObject j = QJsonDocument::fromJson(lines.readLine()).object();
+      if (j.value(QStringLiteral("event")).toString() != QStringLiteral("step")) continue;
+      const qint64 tokens = j.value(QStringLiteral("tokens")).toInteger();
+      const qint64 trained = j.value(QStringLiteral("trained_tokens")).toInteger();
+      const qint64 positions = j.value(QStringLiteral("positions")).toInteger();
+      QVERIFY2(
+          trained > 0 && trained < tokens && tokens <= positions,
+          qPrintable(
+              QStringLiteral("%1 trained, %2 tokens, %3 positions").arg(trained).arg(tokens).arg(positions)));
+      const double key = j.value(QStringLiteral("step")).toDouble();
+      QCOMPARE(speed->graph(0)->data()->findBegin(key, false)->value,
+               j.value(QStringLiteral("tokens_per_s")).toDouble());
+      QCOMPARE(speed->graph(2)->data()->findBegin(key, false)->value,
+               j.value(QStringLiteral("positions_per_s")).toDouble());
+      ++steps;
+    }
+    QCOMPARE(steps, 6);
+  }
   const QString adapter = r.value(QStringLiteral("adapter")).toString();
   QVERIFY2(QFile::exists(adapter + QStringLiteral("/adapter_model.safetensors")), qPrintable(adapter));
   QVERIFY(QFile::exists(adapter + QStringLiteral("/adapter_config.json")));

@@ -312,6 +312,14 @@ QWidget* TrainPane::build_run_view() {
   speed_plot_->yAxis2->setLabel(tr("GPU GiB"));
   speed_plot_->addGraph(speed_plot_->xAxis, speed_plot_->yAxis2);
   speed_plot_->graph(1)->setPen(QPen(series_color(3, palette()), 1.5));
+  speed_plot_->graph(1)->setName(tr("GPU GiB"));
+  // Real tokens (graph 0) are the honest speed; the rate of positions run, padding included, shows beside it
+  // what the padding cost.
+  speed_plot_->graph(0)->setName(tr("tokens/s"));
+  speed_plot_->addGraph();
+  speed_plot_->graph(2)->setName(tr("positions/s, padding included"));
+  speed_plot_->graph(2)->setPen(QPen(series_color(2, palette()), 1, Qt::DashLine));
+  speed_plot_->legend->setVisible(true);
   auto* plots = new QGridLayout;
   plots->addWidget(loss_plot_, 0, 0);
   plots->addWidget(lr_plot_, 0, 1);
@@ -673,14 +681,19 @@ void TrainPane::on_step(const QJsonObject& p) {
   add_point(norm_plot_, 0, step, p.value(QStringLiteral("grad_norm")).toDouble());
   add_point(speed_plot_, 0, step, p.value(QStringLiteral("tokens_per_s")).toDouble());
   add_point(speed_plot_, 1, step, p.value(QStringLiteral("gpu_reserved_gib")).toDouble());
+  if (p.contains(QStringLiteral("positions_per_s")))
+    add_point(speed_plot_, 2, step, p.value(QStringLiteral("positions_per_s")).toDouble());
   progress_->setRange(0, static_cast<int>(total));
   progress_->setValue(static_cast<int>(step));
   status_->setText(
-      tr("Step %1 of %2 · loss %3 · %4 tokens/s · ETA %5")
+      tr("Step %1 of %2 · loss %3 · %4 tokens/s (%5 trained of %6 tokens in %7 positions) · ETA %8")
           .arg(step)
           .arg(total)
           .arg(p.value(QStringLiteral("loss")).toDouble(), 0, 'f', 4)
           .arg(p.value(QStringLiteral("tokens_per_s")).toDouble(), 0, 'f', 0)
+          .arg(p.value(QStringLiteral("trained_tokens")).toInteger())
+          .arg(p.value(QStringLiteral("tokens")).toInteger())
+          .arg(p.value(QStringLiteral("positions")).toInteger())
           .arg(format_duration_ms(static_cast<int64_t>(p.value(QStringLiteral("eta_s")).toDouble() * 1000))));
 }
 

@@ -27,4 +27,13 @@ struct Batch {
   bool packed = false;      // more than one example shares a row somewhere in this batch
 };
 
+// Positions that hold an example's token (segment id != 0), as opposed to the row-end padding that
+// rows * seq_len also counts. A batch without segment ids has no padding information: every position counts.
+inline int64_t real_token_count(const Batch& b) {
+  if (b.segment_ids.size() != static_cast<size_t>(b.rows * b.seq_len)) return b.rows * b.seq_len;
+  int64_t n = 0;
+  for (int32_t s : b.segment_ids) n += s != 0;
+  return n;
+}
+
 }  // namespace forja

@@ -63,9 +63,12 @@ struct MetricPoint {
   std::optional<double> eval_loss;
   std::optional<double> lr;
   std::optional<double> grad_norm;
-  std::optional<double> tokens_per_s;
+  std::optional<double> tokens_per_s;  // real tokens (padding excluded); older runs' rows counted padding
   std::optional<int64_t> gpu_memory_bytes;
-  int64_t time_ms = 0;  // when the step ended; 0 means "now" on append
+  std::optional<int64_t> tokens;          // the step's real tokens
+  std::optional<int64_t> trained_tokens;  // those with a loss
+  std::optional<int64_t> positions;       // rows x seq_len, padding included
+  int64_t time_ms = 0;                    // when the step ended; 0 means "now" on append
 };
 
 struct CheckpointRecord {
@@ -98,7 +101,7 @@ struct MessageRecord {
 class Journal {
  public:
   // The schema version this build writes; a file with a newer one is refused, an older one is migrated.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating when missing, with its folder) and migrates the journal at `path`. Throws forja::Error
   // naming the file when it is not a journal, is from a newer Forja, or cannot be opened.

@@ -90,12 +90,17 @@ TrainConfig train_config_from_text(const std::string& text, const std::string& s
 struct TrainProgress {
   int64_t step = 0;  // optimizer steps done
   int64_t total_steps = 0;
-  double loss = 0;                                     // mean CE over this step's loss tokens
-  std::optional<double> eval_loss;                     // set on the steps that evaluated
-  double learning_rate = 0;                            // the rate this step used
-  double grad_norm = 0;                                // global 2-norm before clipping
-  int64_t tokens = 0;                                  // input tokens this step
-  double tokens_per_second = 0;                        // over this step
+  double loss = 0;                  // mean CE over this step's loss tokens
+  std::optional<double> eval_loss;  // set on the steps that evaluated
+  double learning_rate = 0;         // the rate this step used
+  double grad_norm = 0;             // global 2-norm before clipping
+  // This step's counts: `tokens` are the examples' own tokens, `trained_tokens` those with a loss, and
+  // `positions` every row position the model ran, padding included (rows x seq_len).
+  int64_t tokens = 0;
+  int64_t trained_tokens = 0;
+  int64_t positions = 0;
+  double tokens_per_second = 0;                        // real tokens over this step's time
+  double positions_per_second = 0;                     // positions (padding included) over the same time
   double gpu_allocated_gib = 0, gpu_reserved_gib = 0;  // 0 on the CPU
   double elapsed_seconds = 0;
   double eta_seconds = 0;

@@ -61,6 +61,7 @@ class TestJournal : public QObject {
  private Q_SLOTS:
   void createsSchemaInWalMode();
   void refusesNewerSchema();
+  void migratesVersionOneJournal();
   void refusesForeignDatabase();
   void refusesNonDatabaseFile();
   void runLifecycle();
@@ -111,6 +112,60 @@ void TestJournal::refusesNewerSchema() {
     QVERIFY2(e.message().find("999") != std::string::npos, e.what());
     QVERIFY(!e.hint().empty());
   }
+}
+
+void TestJournal::migratesVersionOneJournal() {
+  // A journal written by a build of schema version 1 (its runs and metrics tables as that build made them,
+  // with one recorded step) opens, keeps its row, and then stores a step's token counts.
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "v1.db");
+  raw_exec(path, R"sql(
+CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT NOT NULL, model_dir TEXT NOT NULL,
+  dataset_path TEXT NOT NULL DEFAULT '', config_json TEXT NOT NULL DEFAULT '{}', status TEXT NOT NULL,
+  total_steps INTEGER NOT NULL DEFAULT 0, worker_pid INTEGER NOT NULL DEFAULT 0, started_at INTEGER NOT NULL,
+  ended_at INTEGER, final_loss REAL, final_eval_loss REAL, adapter_path TEXT NOT NULL DEFAULT '',
+  error_message TEXT NOT NULL DEFAULT '', error_hint TEXT NOT NULL DEFAULT '');
+CREATE TABLE metrics(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, step INTEGER NOT NULL,
+  time_ms INTEGER NOT NULL, loss REAL, eval_loss REAL, lr REAL, grad_norm REAL, tokens_per_s REAL,
+  gpu_memory_bytes INTEGER, PRIMARY KEY(run_id, step)) WITHOUT ROWID;
+CREATE TABLE checkpoints(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL, path TEXT NOT NULL, loss REAL, created_at INTEGER NOT NULL);
+CREATE INDEX checkpoints_by_run ON checkpoints(run_id, step);
+CREATE TABLE chats(id INTEGER PRIMARY KEY, title TEXT NOT NULL, model_dir TEXT NOT NULL,
+  adapter_path TEXT NOT NULL DEFAULT '', run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+CREATE TABLE messages(id INTEGER PRIMARY KEY, chat_id INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+  role TEXT NOT NULL CHECK(role IN ('system', 'user', 'assistant')), content TEXT NOT NULL,
+  created_at INTEGER NOT NULL);
+CREATE INDEX messages_by_chat ON messages(chat_id, id);
+INSERT INTO runs(id, name, model_dir, status, started_at) VALUES(1, 'old', '/m', 'completed', 1000);
+INSERT INTO metrics(run_id, step, time_ms, loss, tokens_per_s) VALUES(1, 1, 1001, 2.5, 4096.0);
+PRAGMA user_version=1;
+)sql");
+  Journal j(path);
+  QCOMPARE(j.schema_version(), Journal::kSchemaVersion);
+  QCOMPARE(QString::fromStdString(j.integrity_check()), QStringLiteral("ok"));
+  auto m = j.metrics(1);
+  QCOMPARE(m.size(), size_t{1});
+  QCOMPARE(m[0].loss.value_or(0), 2.5);
+  QCOMPARE(m[0].tokens_per_s.value_or(0), 4096.0);
+  QVERIFY(!m[0].tokens && !m[0].trained_tokens && !m[0].positions);
+  MetricPoint p = point(2, 2.0);
+  p.tokens = 900;
+  p.trained_tokens = 400;
+  p.positions = 1024;
+  j.append_metrics(1, {p});
+  // A later partial update of the step (an eval loss alone) keeps the counts.
+  MetricPoint eval;
+  eval.step = 2;
+  eval.eval_loss = 2.2;
+  j.append_metrics(1, {eval});
+  m = j.metrics(1);
+  QCOMPARE(m.size(), size_t{2});
+  QCOMPARE(m[1].tokens.value_or(0), int64_t{900});
+  QCOMPARE(m[1].trained_tokens.value_or(0), int64_t{400});
+  QCOMPARE(m[1].positions.value_or(0), int64_t{1024});
+  QCOMPARE(m[1].eval_loss.value_or(0), 2.2);
 }
 
 void TestJournal::refusesForeignDatabase() {

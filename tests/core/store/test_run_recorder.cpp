@@ -31,6 +31,11 @@ forja::TrainProgress progress(int64_t step, double loss) {
   p.step = step;
   p.total_steps = 4;
   p.loss = loss;
+  // Counts that differ from each other and from step to step, so a swapped column shows.
+  p.tokens = 100 * step + 7;
+  p.trained_tokens = 50 * step + 3;
+  p.positions = 128 * step;
+  p.tokens_per_second = 10.0 * static_cast<double>(step);
   return p;
 }
 
@@ -85,6 +90,12 @@ class TestRunRecorder : public QObject {
     const auto m = j.metrics(id);
     QCOMPARE(m.size(), size_t{4});
     QCOMPARE(m[2].loss, 1.1);
+    for (const auto& point : m) {
+      QCOMPARE(point.tokens.value_or(0), 100 * point.step + 7);
+      QCOMPARE(point.trained_tokens.value_or(0), 50 * point.step + 3);
+      QCOMPARE(point.positions.value_or(0), 128 * point.step);
+      QCOMPARE(point.tokens_per_s.value_or(0), 10.0 * static_cast<double>(point.step));
+    }
     const auto c = j.checkpoints(id);
     QCOMPARE(c.size(), size_t{1});  // step 2's folder was pruned
     QCOMPARE(c[0].step, int64_t{4});

@@ -86,7 +86,7 @@ forja::TrainConfig base_config(const fs::path& model, const fs::path& out) {
 
 struct Trace {
   std::vector<double> loss;
-  std::vector<int64_t> tokens;
+  std::vector<int64_t> tokens, trained, positions;
   std::vector<std::string> messages;
   std::optional<double> final_eval;
   forja::TrainResult result;
@@ -99,6 +99,8 @@ Trace train(const forja::TrainConfig& c, int64_t pause_after = 0) {
   hooks.on_progress = [&](const forja::TrainProgress& p) {
     t.loss.push_back(p.loss);
     t.tokens.push_back(p.tokens);
+    t.trained.push_back(p.trained_tokens);
+    t.positions.push_back(p.positions);
     if (p.eval_loss) t.final_eval = p.eval_loss;
     return p.step == pause_after ? forja::TrainControl::Pause : forja::TrainControl::Continue;
   };
@@ -243,9 +245,21 @@ class TestTrainDataset : public QObject {
     Trace packed = train(c);
     QCOMPARE(packed.loss.size(), size_t(2));
     for (double l : packed.loss) QVERIFY(std::isfinite(l) && l > 0);
-    // Same rows per step, several examples in each: at least three times the tokens.
+    // Same rows per step, several examples in each: at least three times the real tokens.
     QVERIFY2(packed.tokens[0] > 3 * plain.tokens[0],
              (std::to_string(packed.tokens[0]) + " vs " + std::to_string(plain.tokens[0])).c_str());
+    // Each count apart: trained tokens are some of the real ones, and padding shows only in the positions.
+    for (const Trace* t : {&plain, &packed})
+      for (size_t i = 0; i < t->tokens.size(); ++i) {
+        const std::string counts = std::to_string(t->trained[i]) + " trained, " +
+                                   std::to_string(t->tokens[i]) + " tokens, " +
+                                   std::to_string(t->positions[i]) + " positions";
+        QVERIFY2(0 < t->trained[i] && t->trained[i] < t->tokens[i] && t->tokens[i] <= t->positions[i],
+                 counts.c_str());
+      }
+    // Packed rows are filled greedily and rarely end exactly at max_length: the row ends are padding.
+    QVERIFY2(packed.tokens[0] < packed.positions[0],
+             (std::to_string(packed.tokens[0]) + " of " + std::to_string(packed.positions[0])).c_str());
   }
 
   void badRecordsStopOrAreSkipped() {
@@ -294,6 +308,54 @@ class TestTrainDataset : public QObject {
     forja_test::expect_error(
         [&] { load("n.jsonl", "{\"input_ids\": [1, 2, 3], \"labels\": [-100, -100, -100]}\n"); },
         {"n.jsonl", "no trainable tokens"});
+  }
+
+  void preTokenizedDataPacks() {
+    // packing: true on a pre-tokenized file packs its examples into rows like any dataset's: each example
+    // keeps its own positions, segments and shifted labels; a label that is not its token cannot be packed.
+    forja_test::TempFiles files;
+    auto c = base_config(model_, files.dir() / "out");
+    c.eval_fraction = 0;
+    c.data_format = "tokenized";
+    c.packing = true;
+    c.shuffle = false;
+    c.batch_size = 2;
+    c.max_length = 32;
+    std::string lines;
+    const std::vector<int> lengths = {6, 9, 12, 7,
+                                      10};  // 6 + 9 + 12 = 27 in the first row, 7 + 10 in the second
+    int next_id = 10;
+    for (int n : lengths) {
+      nlohmann::json ids = nlohmann::json::array(), labels = nlohmann::json::array();
+      for (int t = 0; t < n; ++t, ++next_id) {
+        ids.push_back(next_id);
+        labels.push_back(t < 2 ? forja::kIgnoreIndex : next_id);
+      }
+      lines += nlohmann::json({{"input_ids", ids}, {"labels", labels}}).dump() + "\n";
+    }
+    c.train_file = files.write("packed.jsonl", lines).string();
+    auto data = forja::train::load_training_data(c, 1605);
+    const forja::Batch b = data.train->next();
+    QVERIFY(b.packed);
+    QCOMPARE(b.rows, int64_t{2});
+    QCOMPARE(forja::real_token_count(b), int64_t{44});
+    // Second row: the example of 7 tokens (ids 37..43), then the one of 10 (44..53), then padding.
+    const size_t row = static_cast<size_t>(b.seq_len);
+    QCOMPARE(b.segment_ids[row + 6], 1);
+    QCOMPARE(b.segment_ids[row + 7], 2);
+    QCOMPARE(b.position_ids[row + 7], 0);
+    QCOMPARE(b.input_ids[row + 7], 44);
+    QCOMPARE(b.labels[row + 1], 39);                   // position 1 predicts the example's third token
+    QCOMPARE(b.labels[row + 0], forja::kIgnoreIndex);  // the prompt's second token is not learned
+    QCOMPARE(b.labels[row + 6], forja::kIgnoreIndex);  // never across into the next example
+    QCOMPARE(b.segment_ids[row + 17], 0);
+    c.train_file =
+        files
+            .write("odd.jsonl",
+                   "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": [4, 5, 6], \"labels\": [-100, 9, 6]}\n")
+            .string();
+    forja_test::expect_error([&] { forja::train::load_training_data(c, 1605); },
+                             {"odd.jsonl", "example 2", "label 9", "packing"});
   }
 
   void trainFileMustBeARegularFile() {
