@@ -288,6 +288,6 @@ int run_train(forja::cli::Args& args) {
 
 FORJA_CLI_COMMAND(
     train, "Fine-tune a model with LoRA, headless (resumes from its last checkpoint)",
-    "train <config.json|yaml> [--json-progress] [--journal PATH | --no-journal] [--nproc N | --gpus N "
+    "train <config.json|yaml> [--pull] [--json-progress] [--journal PATH | --no-journal] [--nproc N | --gpus N "
     "[--nnodes N --node-rank R --master-addr HOST --master-port PORT]]",
-    run_train, {"json-progress", "no-journal"});
+    run_train, {"json-progress", "no-journal", "pull"});
