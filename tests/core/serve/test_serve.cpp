@@ -1,7 +1,8 @@
 // forja::Server over real HTTP (httplib::Client) on the demo model: every answer is compared with what the
 // engine itself gives for the same conversation (ChatSession::send, Generator::generate, greedy), streamed
 // and not; usage counts, stop strings, max_tokens, the errors in OpenAI's shape, 20 concurrent requests, and
-// a client that goes away mid-stream.
+// a client that goes away mid-stream. Two fixture models (other families, tokenizers and chat templates,
+// random weights) check the same equality.
 #include <httplib.h>
 
 #include <QtTest>
@@ -13,10 +14,20 @@
 #include <set>
 #include <thread>
 
+#include <ATen/core/grad_mode.h>
+
+#include <QTemporaryDir>
+
+#include "causal_lm.h"
 #include "forja/error.h"
+#include "forja/file_util.h"
 #include "forja/generate.h"
+#include "forja/model_config.h"
+#include "forja/safetensors.h"
 #include "forja/serve.h"
 #include "forja/tokenizer.h"
+#include "reference.h"
+#include "weights.h"
 
 using namespace forja;
 using nlohmann::json;
@@ -62,6 +73,34 @@ Streamed parse_sse(int status, const std::string& body) {
       s.chunks.push_back(json::parse(data));
   }
   return s;
+}
+
+// A model folder from a fixture model's config.json (its vocabulary sized to the tokenizer's) with random
+// weights, and a fixture tokenizer with its chat template.
+void make_model_folder(const std::filesystem::path& d, const std::string& model,
+                       const std::string& tokenizer) {
+  const auto tok_dir = std::filesystem::path(FORJA_FIXTURES_DIR) / "tokenizers" / tokenizer;
+  for (const auto& e : std::filesystem::directory_iterator(tok_dir))
+    std::filesystem::copy(e.path(), d / e.path().filename());
+  const int64_t vocab = static_cast<int64_t>(Tokenizer::load(d.string()).vocab_size());
+  std::string cfg = read_text_file(forja_test::fixture_dir(model) / "config.json");
+  const std::string key = "\"vocab_size\": 320";  // the fixture models' config.json
+  if (cfg.find(key) == std::string::npos) throw Error(model + "'s config.json has no " + key);
+  cfg.replace(cfg.find(key), key.size(), "\"vocab_size\": " + std::to_string(vocab));
+  write_file_atomic(d / "config.json", cfg);
+  ModelConfig config = parse_model_config(d / "config.json");
+  RandomWeights w(11, at::kFloat, at::kCPU);
+  at::NoGradGuard no_grad;
+  auto lm = make_causal_lm(config, w);
+  std::vector<at::Tensor> keep;
+  std::vector<io::TensorToWrite> tensors;
+  for (const auto& p : lm->named_parameters(true)) {
+    keep.push_back(p.value().contiguous());
+    const at::Tensor& t = keep.back();
+    tensors.push_back({p.key(), io::DType::F32, t.sizes().vec(),
+                       std::span<const uint8_t>(static_cast<const uint8_t*>(t.data_ptr()), t.nbytes())});
+  }
+  io::write_safetensors(d / "model.safetensors", tensors);
 }
 
 }  // namespace
@@ -414,6 +453,72 @@ class TestServe : public QObject {
       QCOMPARE(status[static_cast<size_t>(i)], 200);
       QCOMPARE(got[static_cast<size_t>(i)], expected[static_cast<size_t>(i)]);
     }
+  }
+
+  void fixtureModelsAnswerAsTheEngine_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("tokenizer");
+    QTest::newRow("llama3, Llama 3 template, BOS") << "llama3"
+                                                   << "llama3_bpe";
+    QTest::newRow("mistral, SentencePiece BPE") << "mistral"
+                                                << "sp_bpe_hf";
+  }
+  void fixtureModelsAnswerAsTheEngine() {
+    QFETCH(QString, model);
+    QFETCH(QString, tokenizer);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string d = dir.path().toStdString();
+    make_model_folder(d, model.toStdString(), tokenizer.toStdString());
+    ServeOptions o;
+    o.model_dir = d;
+    o.model_id = "fixture";
+    o.port = 0;
+    o.engine = cpu();
+    Server server(o);
+    server.start();
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(std::chrono::seconds(240));
+    ChatSession engine(d, cpu());
+    Tokenizer tok = Tokenizer::load(d);
+
+    const std::vector<ChatTurn> turns = {{"system", "Be brief."}, {"user", "Hello there, who are you?"}};
+    engine.set_history({turns.front()});
+    const GenerationResult ref = engine.send(turns.back().content, greedy(16));
+    QVERIFY(ref.stats.new_tokens > 0);
+    json body = chat_body(turns, 16);
+    body["model"] = "fixture";
+    auto plain = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    QVERIFY(plain);
+    QCOMPARE(plain->status, 200);
+    const json j = json::parse(plain->body);
+    QCOMPARE(j["choices"][0]["message"]["content"].get<std::string>(), ref.text);
+    QCOMPARE(j["usage"]["prompt_tokens"].get<int64_t>(), ref.stats.prompt_tokens);
+    QCOMPARE(j["usage"]["completion_tokens"].get<int64_t>(), ref.stats.new_tokens);
+    body["stream"] = true;
+    auto streamed = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    QVERIFY(streamed);
+    std::string text;
+    for (const auto& chunk : parse_sse(streamed->status, streamed->body).chunks)
+      text += chunk["choices"][0]["delta"].value("content", "");
+    QCOMPARE(text, ref.text);
+
+    // A completion starts with the tokenizer's own special tokens (Llama 3's BOS), as HF's encode adds them.
+    const std::string prompt = "The quick brown fox";
+    engine.generator().reset();
+    auto decoder = std::make_shared<StreamingDecoder>(tok, /*skip_special_tokens=*/true);
+    const GenerationResult cref = engine.generator().generate(
+        tok.encode(prompt), greedy(12), {},
+        {[decoder](int32_t id) { return decoder->push(id); }, [decoder] { return decoder->finish(); }});
+    auto completion =
+        c.Post("/v1/completions",
+               json{{"model", "fixture"}, {"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}}.dump(),
+               "application/json");
+    QVERIFY(completion);
+    const json cj = json::parse(completion->body);
+    QCOMPARE(cj["choices"][0]["text"].get<std::string>(), cref.text);
+    QCOMPARE(cj["usage"]["prompt_tokens"].get<int64_t>(), cref.stats.prompt_tokens);
+    server.stop();
   }
 
   // A streaming client that goes away after its first piece: the answer stops there (not run to its
