@@ -37,6 +37,8 @@ struct ChatSession::State {
 
   // The conversation, then `user_text` and the assistant's opening, as token ids.
   std::vector<int32_t> prompt_ids(const std::string& user_text) const;
+  // `messages` and the assistant's opening, as token ids.
+  std::vector<int32_t> render(const std::vector<ChatMessage>& messages) const;
   // `config` plus the template's end-of-turn tokens as stops.
   GenerationConfig with_turn_stops(const GenerationConfig& config) const;
   // A fresh streaming decoder (special tokens not shown) for one answer.
@@ -63,8 +65,8 @@ Generator& ChatSession::generator() {
   return state_->generator;
 }
 
-std::vector<int32_t> ChatSession::encode(const std::string& text) const {
-  return state_->tokenizer.encode(text, /*add_special_tokens=*/false);
+std::vector<int32_t> ChatSession::encode(const std::string& text, bool add_special_tokens) const {
+  return state_->tokenizer.encode(text, add_special_tokens);
 }
 
 std::string ChatSession::decode(const std::vector<int32_t>& ids) const {
@@ -80,11 +82,30 @@ std::vector<int32_t> ChatSession::State::prompt_ids(const std::string& user_text
   if (!system.empty()) messages.push_back({"system", system});
   for (const auto& t : history) messages.push_back({t.role, t.content});
   messages.push_back({"user", user_text});
-  ChatRenderOptions render;
-  render.add_generation_prompt = true;
   // The whole conversation each time: its earlier turns are the Generator's cached prefix, so only the new
   // turn is prefilled.
-  return tokenize_chat(tokenizer, chat.render(messages, render)).ids;
+  return render(messages);
+}
+
+std::vector<int32_t> ChatSession::State::render(const std::vector<ChatMessage>& messages) const {
+  ChatRenderOptions options;
+  options.add_generation_prompt = true;
+  return tokenize_chat(tokenizer, chat.render(messages, options)).ids;
+}
+
+std::vector<int32_t> ChatSession::prompt_ids(const std::vector<ChatTurn>& messages) const {
+  std::vector<ChatMessage> rendered;
+  rendered.reserve(messages.size());
+  for (const auto& t : messages) rendered.push_back({t.role, t.content});
+  return state_->render(rendered);
+}
+
+GenerationConfig ChatSession::with_turn_stops(const GenerationConfig& config) const {
+  return state_->with_turn_stops(config);
+}
+
+Detokenizer ChatSession::detokenizer() const {
+  return state_->detokenizer();
 }
 
 GenerationConfig ChatSession::State::with_turn_stops(const GenerationConfig& config) const {

@@ -35,6 +35,9 @@
 #include "forja/journal.h"
 #include "form_util.h"
 #include "format.h"
+#if FORJA_UI_HAS_SERVE
+#include "serve_box.h"
+#endif
 
 namespace forja::ui {
 namespace {
@@ -253,6 +256,10 @@ QWidget* ChatPane::build_settings() {
   auto* settings_layout = new QVBoxLayout(settings);
   settings_layout->addLayout(form);
   settings_layout->addWidget(adapter_box);
+#if FORJA_UI_HAS_SERVE
+  serve_box_ = new ServeBox;
+  settings_layout->addWidget(serve_box_);
+#endif
   settings_layout->addStretch(1);
   auto* scroll = new QScrollArea;
   scroll->setWidget(settings);
@@ -321,6 +328,9 @@ void ChatPane::wire_worker() {
   connect(worker_, &ChatWorker::adapter_loaded, this, [this](const QString& dir) {
     if (dir != adapter_dir_) return;  // another adapter was asked for since
     adapter_loaded_ = true;
+#if FORJA_UI_HAS_SERVE
+    serve_box_->set_model(model_dir_, dir);
+#endif
     adapter_label_->setText(tr("Adapter: %1").arg(QFileInfo(dir).fileName()));
     adapter_label_->setToolTip(QDir::toNativeSeparators(dir));
     const QSignalBlocker quiet(adapter_on_);  // a new adapter starts enabled in the engine too
@@ -366,6 +376,9 @@ void ChatPane::set_model_dir(const QString& dir) {
     return;
   }
   model_dir_ = dir;
+#if FORJA_UI_HAS_SERVE
+  serve_box_->set_model(dir, {});
+#endif
   // The adapter and the conversation belong to the previous model.
   adapter_dir_.clear();
   adapter_loaded_ = false;

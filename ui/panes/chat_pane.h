@@ -35,6 +35,7 @@ struct ChatRecord;
 namespace forja::ui {
 
 class ErrorBox;
+class ServeBox;
 
 class ChatPane : public Pane {
   Q_OBJECT
@@ -149,7 +150,8 @@ class ChatPane : public Pane {
   QSpinBox *top_k_, *max_new_tokens_, *seed_;
   QLabel* adapter_label_;
   QCheckBox* adapter_on_;
-  QCheckBox* base_4bit_;  // the base's projections in 4 bits (NF4): a reload, the conversation kept
+  QCheckBox* base_4bit_;           // the base's projections in 4 bits (NF4): a reload, the conversation kept
+  ServeBox* serve_box_ = nullptr;  // "Serve this model" (where the serve area was built)
 };
 
 }  // namespace forja::ui

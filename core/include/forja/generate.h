@@ -186,9 +186,17 @@ class ChatSession {
   void clear();  // the system prompt stays
 
   Generator& generator();
-  // The token ids a text encodes to (no special tokens added), and back.
-  std::vector<int32_t> encode(const std::string& text) const;
+  // The token ids a text encodes to (special tokens added only when asked, as HF's encode does), and back.
+  std::vector<int32_t> encode(const std::string& text, bool add_special_tokens = false) const;
   std::string decode(const std::vector<int32_t>& ids) const;
+
+  // The pieces send() is made of, for a caller that brings the whole conversation each time (the API
+  // server): `messages` rendered with the template and its generation prompt, as token ids (the history and
+  // system prompt are not used); `config` with the template's end-of-turn tokens added to its stops; a fresh
+  // streaming decoder (special tokens not shown) for one answer.
+  std::vector<int32_t> prompt_ids(const std::vector<ChatTurn>& messages) const;
+  GenerationConfig with_turn_stops(const GenerationConfig& config) const;
+  Detokenizer detokenizer() const;
 
  private:
   struct State;
