@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "error_box.h"
+#include "forja/error.h"
 #include "format.h"
 #include "jobs/hub_jobs.h"
 
@@ -86,7 +87,8 @@ HubDownloadDialog::HubDownloadDialog(QWidget* parent) : QDialog(parent) {
     const auto at = unfinished.indexOf(QLatin1Char('@'));
     repo_->setText(unfinished.left(at));
     if (at >= 0) revision_->setText(unfinished.mid(at + 1));
-    status_->setText(tr("The download of %1 did not finish: Check, then Download resumes it.").arg(unfinished));
+    status_->setText(
+        tr("The download of %1 did not finish: Check, then Download resumes it.").arg(unfinished));
   }
 }
 
@@ -118,15 +120,18 @@ void HubDownloadDialog::check() {
 void HubDownloadDialog::show_plan(const forja::hub::PullPlan& plan) {
   QString files;
   for (const auto& f : plan.files)
-    files += QStringLiteral("<br>&nbsp;&nbsp;%1 — %2").arg(QString::fromStdString(f.path).toHtmlEscaped(),
-                                                          format_bytes(static_cast<int64_t>(f.size)));
+    files +=
+        QStringLiteral("<br>&nbsp;&nbsp;%1 — %2")
+            .arg(QString::fromStdString(f.path).toHtmlEscaped(), format_bytes(static_cast<int64_t>(f.size)));
   const bool fits = plan.download_bytes < plan.free_bytes;
   plan_->setText(
       tr("<b>%1</b> at commit %2<br>%3<br>%4 file(s), %5; %6 to download, %7 free in the cache.%8")
-          .arg(QString::fromStdString(plan.repo_id).toHtmlEscaped(), QString::fromStdString(plan.commit.substr(0, 12)),
+          .arg(QString::fromStdString(plan.repo_id).toHtmlEscaped(),
+               QString::fromStdString(plan.commit.substr(0, 12)),
                plan.architecture_supported
                    ? tr("Forja loads it (%1).").arg(QString::fromStdString(plan.support_note).toHtmlEscaped())
-                   : tr("Forja cannot load it: %1").arg(QString::fromStdString(plan.support_note).toHtmlEscaped()),
+                   : tr("Forja cannot load it: %1")
+                         .arg(QString::fromStdString(plan.support_note).toHtmlEscaped()),
                QString::number(plan.files.size()), format_bytes(static_cast<int64_t>(plan.total_bytes)),
                format_bytes(static_cast<int64_t>(plan.download_bytes)),
                format_bytes(static_cast<int64_t>(plan.free_bytes)), files));

@@ -10,6 +10,7 @@
 
 #include "command.h"
 #include "forja/error.h"
+#include "forja/hub.h"
 #include "forja/serve.h"
 
 namespace forja::cli {
@@ -28,10 +29,12 @@ int run_serve(Args& args) {
   args.reject_unknown({"device", "dtype", "base-quant", "max-context", "adapter", "host", "port", "api-key",
                        "model-id", "template"});
   ServeOptions o;
-  o.model_dir = args.positional(0, "<model-dir>");
+  o.model_dir = forja::cli::model_dir_arg(args, 0);
   o.adapter_dir = args.option_or("adapter", "");
   o.host = args.option_or("host", "127.0.0.1");
-  o.model_id = args.option_or("model-id", "");
+  // A repo id names the model better than its snapshot folder (a commit hash) would.
+  const std::string& typed = args.positional(0, "<model-dir>");
+  o.model_id = args.option_or("model-id", forja::hub::looks_like_repo_id(typed) ? typed : "");
   o.chat_template = args.option_or("template", "");
   const std::string port = args.option_or("port", "8080");
   try {
@@ -74,7 +77,7 @@ int run_serve(Args& args) {
 
 FORJA_CLI_COMMAND(
     serve, "Serve a model over an OpenAI-compatible HTTP API (chat, completions, streaming)",
-    "serve <model-dir> [--adapter DIR] [--host 127.0.0.1] [--port 8080 (0: any free port)] "
+    "serve <model-dir|org/name> [--pull] [--adapter DIR] [--host 127.0.0.1] [--port 8080 (0: any free port)] "
     "[--api-key KEY] [--model-id NAME] [--template NAME] [--device cpu|cuda] [--dtype fp32|bf16|fp16] "
     "[--base-quant none|nf4] [--max-context N] [--no-graphs]",
-    forja::cli::run_serve, {"no-graphs"});
+    forja::cli::run_serve, {"no-graphs", "pull"});

@@ -247,6 +247,7 @@ bool download_blob(HttpClient& http, const PullOptions& o, const PullPlan& plan,
   constexpr int kAttempts = 6;
   bool restarted_after_mismatch = false;
   for (int attempt = 0;;) {
+    if (cancelled && cancelled()) return false;
     std::error_code ec;
     uint64_t offset = fs::exists(part, ec) ? fs::file_size(part, ec) : 0;
     if (offset > f.size) {

@@ -40,6 +40,9 @@ for f in "${files[@]}"; do
       ui/* | tests/ui/* | app/gui/*) [[ -f "ui/$inc" ]] && continue ;;
     esac
     case "$f" in
+      tests/ui/*) [[ -f "tests/support/$inc" ]] && continue ;;
+    esac
+    case "$f" in
       app/cli/*) [[ -f "app/cli/$inc" ]] && continue ;;
     esac
     leaks+="$f: #include \"$inc\""$'\n'

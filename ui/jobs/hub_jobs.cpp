@@ -1,5 +1,6 @@
 #include "jobs/hub_jobs.h"
 
+#include "forja/error.h"
 #include "format.h"
 
 namespace forja::ui {
@@ -30,9 +31,10 @@ HubPullJob::HubPullJob(forja::hub::RepoRef ref)
 void HubPullJob::execute() {
   const auto progress = [this](const forja::hub::PullProgress& p) {
     const double fraction = p.total ? double(p.done) / double(p.total) : 1.0;
-    report(fraction, tr("%1 — %2/s")
-                         .arg(QString::fromStdString(p.file), format_bytes(static_cast<int64_t>(p.bytes_per_second)))
-                         .toStdString());
+    report(fraction,
+           tr("%1 — %2/s")
+               .arg(QString::fromStdString(p.file), format_bytes(static_cast<int64_t>(p.bytes_per_second)))
+               .toStdString());
   };
   try {
     const auto dir = forja::hub::pull(options_for(ref_), progress, [this] { return cancel_requested(); });
@@ -44,7 +46,8 @@ void HubPullJob::execute() {
 }
 
 HubCacheJob::HubCacheJob(std::string delete_repo)
-    : Job(delete_repo.empty() ? tr("Reading the model cache") : tr("Deleting %1").arg(QString::fromStdString(delete_repo))),
+    : Job(delete_repo.empty() ? tr("Reading the model cache")
+                              : tr("Deleting %1").arg(QString::fromStdString(delete_repo))),
       delete_repo_(std::move(delete_repo)) {}
 
 void HubCacheJob::execute() {

@@ -12,6 +12,7 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QLocale>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
 
@@ -24,6 +25,8 @@
 #include "error_box.h"
 #include "forja/memory_estimate.h"
 #include "format.h"
+#include "hub_dialog.h"
+#include "jobs/hub_jobs.h"
 #include "jobs/inspect_model_job.h"
 #include "jobs/job_monitor.h"
 
@@ -61,9 +64,18 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
          "CPU, then chat with it. About a minute; no GPU or download needed."));
   demo_button->setEnabled(!demo_dir().isEmpty());
   connect(demo_button, &QPushButton::clicked, this, &ModelPane::demo_requested);
+  auto* hub_button = new QPushButton(tr("Download from Hugging Face…"));
+  hub_button->setObjectName(QStringLiteral("downloadModelButton"));
+  hub_button->setToolTip(
+      tr("Download a model by its repo id into the Hugging Face cache that other tools share"));
+  connect(hub_button, &QPushButton::clicked, this, [this] {
+    download_dialog()->show();
+    download_dialog()->raise();
+  });
   auto* top = new QHBoxLayout;
   top->addWidget(heading_, 1);
   top->addWidget(demo_button);
+  top->addWidget(hub_button);
   top->addWidget(open_button);
 
   status_ =
@@ -113,6 +125,27 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
   auto* recent_layout = new QVBoxLayout(recent_box);
   recent_layout->addWidget(recent_list_);
 
+  cache_list_ = new QListWidget;
+  cache_list_->setObjectName(QStringLiteral("cachedModels"));
+  cache_list_->setMaximumWidth(320);
+  connect(cache_list_, &QListWidget::itemActivated, this,
+          [this](QListWidgetItem* item) { open(item->data(Qt::UserRole).toString()); });
+  cache_status_ = new QLabel;
+  cache_status_->setObjectName(QStringLiteral("cacheStatus"));
+  cache_status_->setWordWrap(true);
+  cache_status_->setMaximumWidth(320);
+  auto* delete_button = new QPushButton(tr("Delete from Cache…"));
+  delete_button->setObjectName(QStringLiteral("deleteCachedModel"));
+  connect(delete_button, &QPushButton::clicked, this, &ModelPane::delete_selected_cached);
+  auto* cache_box = new QGroupBox(tr("Hugging Face cache"));
+  auto* cache_layout = new QVBoxLayout(cache_box);
+  cache_layout->addWidget(cache_list_);
+  cache_layout->addWidget(cache_status_);
+  cache_layout->addWidget(delete_button);
+  auto* side = new QVBoxLayout;
+  side->addWidget(recent_box);
+  side->addWidget(cache_box);
+
   auto* left = new QVBoxLayout;
   left->addWidget(status_);
   left->addWidget(demo_note_);
@@ -121,11 +154,74 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
   left->addStretch(1);
   auto* body = new QHBoxLayout;
   body->addLayout(left, 1);
-  body->addWidget(recent_box);
+  body->addLayout(side);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
   layout->addLayout(body, 1);
   reload_recent_list();
+  refresh_cache();
+}
+
+HubDownloadDialog* ModelPane::download_dialog() {
+  if (!download_dialog_) {
+    download_dialog_ = new HubDownloadDialog(this);
+    connect(download_dialog_, &HubDownloadDialog::downloaded, this, [this](const QString& dir) {
+      open(dir);
+      refresh_cache();
+    });
+  }
+  return download_dialog_;
+}
+
+void ModelPane::refresh_cache() {
+  auto* job = new HubCacheJob();
+  connect(job, &HubCacheJob::listed, this, &ModelPane::show_cache);
+  connect(job, &Job::failed, this,
+          [this](const QString& message, const QString&) { cache_status_->setText(message); });
+  job->start();
+}
+
+void ModelPane::show_cache(const std::vector<forja::hub::CachedModel>& models, quint64 freed) {
+  cached_ = models;
+  cache_list_->clear();
+  for (const auto& m : models) {
+    QString revs;
+    for (const auto& r : m.revisions)
+      revs += (revs.isEmpty() ? QString() : QStringLiteral(", ")) + QString::fromStdString(r);
+    auto* item = new QListWidgetItem(tr("%1 — %2%3")
+                                         .arg(QString::fromStdString(m.repo_id),
+                                              format_bytes(static_cast<int64_t>(m.disk_bytes)),
+                                              m.complete ? QString() : tr(" (incomplete)")));
+    item->setData(Qt::UserRole, QString::fromStdString(m.snapshot.string()));
+    item->setData(Qt::UserRole + 1, QString::fromStdString(m.repo_id));
+    item->setToolTip(tr("%1\ncommit %2%3")
+                         .arg(QString::fromStdString(m.snapshot.string()), QString::fromStdString(m.commit),
+                              revs.isEmpty() ? QString() : tr(" (%1)").arg(revs)));
+    cache_list_->addItem(item);
+  }
+  QString text = models.empty() ? tr("No models in the cache yet.")
+                                : tr("%n model(s) in the cache.", "", int(models.size()));
+  if (freed)
+    text += QLatin1Char(' ') + tr("Deleting freed %1.").arg(format_bytes(static_cast<int64_t>(freed)));
+  cache_status_->setText(text);
+}
+
+void ModelPane::delete_selected_cached() {
+  QListWidgetItem* item = cache_list_->currentItem();
+  if (!item) return;
+  const QString repo = item->data(Qt::UserRole + 1).toString();
+  const auto answer = QMessageBox::question(
+      this, tr("Delete from cache"),
+      tr("Delete %1 from the Hugging Face cache? Other tools that use the cache lose it too.").arg(repo));
+  if (answer == QMessageBox::Yes) delete_cached(repo);
+}
+
+void ModelPane::delete_cached(const QString& repo) {
+  auto* job = new HubCacheJob(repo.toStdString());
+  connect(job, &HubCacheJob::listed, this, &ModelPane::show_cache);
+  connect(job, &Job::failed, this,
+          [this](const QString& message, const QString&) { cache_status_->setText(message); });
+  job->start();
 }
 
 QLabel* ModelPane::add_fact(QFormLayout* form, const QString& key, const QString& label) {
@@ -208,11 +304,10 @@ void ModelPane::show_model(const forja::ModelInfo& info) {
   const forja::TrainShape train;  // the common LoRA recipe: r16 on the 7 projections, 4 × 1024
   forja::TrainShape checkpointed = train;
   checkpointed.activation_checkpointing = true;
-  QString train_text =
-      tr("about %1 for LoRA r%2 at %3 × %4 tokens (%5 with activation checkpointing)")
-          .arg(format_bytes(forja::estimate_train_memory(shape, train).total()), number(train.lora_rank),
-               number(train.batch_size), number(train.seq_len),
-               format_bytes(forja::estimate_train_memory(shape, checkpointed).total()));
+  QString train_text = tr("about %1 for LoRA r%2 at %3 × %4 tokens (%5 with activation checkpointing)")
+                           .arg(format_bytes(forja::estimate_train_memory(shape, train).total()),
+                                number(train.lora_rank), number(train.batch_size), number(train.seq_len),
+                                format_bytes(forja::estimate_train_memory(shape, checkpointed).total()));
   if (!shape.gpt2) {  // QLoRA: Llama-family models
     forja::TrainShape qlora = checkpointed;
     qlora.nf4_base = true;

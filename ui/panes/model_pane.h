@@ -8,6 +8,7 @@
 
 #include <optional>
 
+#include "forja/hub.h"
 #include "forja/model_info.h"
 #include "pane.h"
 
@@ -20,6 +21,7 @@ class QGroupBox;
 namespace forja::ui {
 
 class ErrorBox;
+class HubDownloadDialog;
 
 class ModelPane : public Pane {
   Q_OBJECT
@@ -33,6 +35,13 @@ class ModelPane : public Pane {
   // Reads `dir` in a job; a file inside a model folder (config.json dropped on the pane) opens its folder.
   void open(const QString& path);
   void open_dialog();
+  // "Download from Hugging Face…": the dialog stays alive (hidden) while its download runs.
+  HubDownloadDialog* download_dialog();
+  // Re-reads the Hugging Face cache in a job (after a download or a delete).
+  void refresh_cache();
+  const std::vector<forja::hub::CachedModel>& cached_models() const { return cached_; }
+  // Deletes a repository from the cache in a job (the button asks first), then lists the cache again.
+  void delete_cached(const QString& repo);
   const std::optional<forja::ModelInfo>& model() const { return model_; }
   bool loading() const { return pending_request_ != 0; }
   QStringList recent() const;
@@ -66,6 +75,12 @@ class ModelPane : public Pane {
   QGroupBox* facts_box_;
   QMap<QString, QLabel*> facts_;
   QListWidget* recent_list_;
+  QListWidget* cache_list_;
+  QLabel* cache_status_;
+  HubDownloadDialog* download_dialog_ = nullptr;
+  std::vector<forja::hub::CachedModel> cached_;
+  void show_cache(const std::vector<forja::hub::CachedModel>& models, quint64 freed);
+  void delete_selected_cached();
 };
 
 }  // namespace forja::ui

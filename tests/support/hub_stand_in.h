@@ -1,7 +1,7 @@
-// A Hugging Face Hub stand-in on 127.0.0.1 for the download tests: the model-info API with ?blobs=true,
-// resolve URLs with the Hub's headers (X-Repo-Commit, ETag / X-Linked-Etag, X-Linked-Size, X-Error-Code), LFS
-// files redirected to a "CDN" path that honours Range, a gated repository, and faults on demand (a connection
-// cut after N bytes, a stall that holds a transfer until released).
+// A Hugging Face Hub stand-in on 127.0.0.1 for the download tests (engine and window suites): the model-info
+// API with ?blobs=true, resolve URLs with the Hub's headers (X-Repo-Commit, ETag / X-Linked-Etag,
+// X-Linked-Size, X-Error-Code), LFS files redirected to a "CDN" path that honours Range, a gated repository,
+// and faults on demand (a connection cut after N bytes, a stall that holds a transfer until released).
 #pragma once
 
 #include <httplib.h>
