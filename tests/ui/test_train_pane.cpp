@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -17,7 +18,9 @@
 #include <QTest>
 #include <QTreeWidget>
 
+#include "app_paths.h"
 #include "error_box.h"
+#include "forja/config_reference.h"
 #include "forja/journal.h"
 #include "forja/train.h"
 #include "jobs/job.h"
@@ -71,6 +74,7 @@ class TestTrainPane : public QObject {
   void twoWorkersTrainOneRun();
   void formShowsARunsWholeConfig();
   void presetsChangeOnlyTheirSettings();
+  void newRunFoldersFollowTheEngineRule();
 
  private:
   void configure(int steps, int checkpoint_every);
@@ -350,6 +354,23 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   QCOMPARE(journal.integrity_check(), std::string("ok"));
   window_->runs_pane()->refresh();
   QCOMPARE(runs->topLevelItem(0)->text(1), QStringLiteral("completed"));
+}
+
+void TestTrainPane::newRunFoldersFollowTheEngineRule() {
+  // The window proposes the folder forja::new_run_dir names, in the runs folder forja-cli uses for a config
+  // without output_dir: <runs>/<model folder>-<yyyyMMdd-HHmmss>.
+  pane_->set_model_dir(QStringLiteral("/models/TinyLlama"));
+  const QString out = pane_->findChild<QLineEdit*>(QStringLiteral("trainOutputDir"))->text();
+  QCOMPARE(QFileInfo(out).absolutePath(), QDir(forja::ui::default_runs_dir()).absolutePath());
+  QVERIFY2(QFileInfo(out).fileName().startsWith(QStringLiteral("TinyLlama-")), qPrintable(out));
+  QCOMPARE(QFileInfo(out).fileName().size(), QStringLiteral("TinyLlama-yyyyMMdd-HHmmss").size());
+  // A folder of that name already there gets the next free one, never the old run's.
+  QVERIFY(QDir().mkpath(out));
+  pane_->set_model_dir(QStringLiteral("/models/TinyLlama"));
+  const QString next = pane_->findChild<QLineEdit*>(QStringLiteral("trainOutputDir"))->text();
+  QVERIFY2(next != out && QFileInfo(next).fileName().startsWith(QStringLiteral("TinyLlama-")),
+           qPrintable(next));
+  QDir(out).removeRecursively();
 }
 
 void TestTrainPane::missingWorkerSaysWhy() {

@@ -23,16 +23,18 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
-#include <QStandardPaths>
 #include <QVBoxLayout>
 
 #include <signal.h>
 
+#include <ctime>
 #include <span>
 #include <type_traits>
 #include <utility>
 
+#include "app_paths.h"
 #include "error_box.h"
+#include "forja/config_reference.h"
 #include "forja/error.h"
 #include "forja/journal.h"
 #include "forja/train.h"
@@ -504,13 +506,10 @@ void TrainPane::show_config(const TrainConfig& config) {
 
 void TrainPane::set_model_dir(const QString& dir) {
   model_dir_ = dir;
-  if (output_dir_->text().isEmpty() || !running()) {
-    const QString base = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
-    output_dir_->setText(QDir(base).filePath(
-        QStringLiteral("runs/%1-%2")
-            .arg(dir.isEmpty() ? QStringLiteral("run") : QFileInfo(dir).fileName(),
-                 QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))));
-  }
+  if (output_dir_->text().isEmpty() || !running())
+    output_dir_->setText(QString::fromStdString(
+        forja::new_run_dir(default_runs_dir().toStdString(), dir.toStdString(), std::time(nullptr))
+            .string()));
   inputs_->setText(
       tr("Model: %1 · Dataset: %2")
           .arg(dir.isEmpty() ? tr("none (open one in the Model pane)") : QDir::toNativeSeparators(dir),
