@@ -21,13 +21,19 @@
 
 namespace forja {
 
+// The run that <output_dir>/journal.json names in `journal` when it completed: training that folder again
+// would rewrite its history, so it must become a new run. Nothing when there is no marker, it names another
+// journal, or its run can still go on. Throws forja::Error naming a marker that is not one.
+std::optional<RunRecord> completed_run_in(Journal& journal, const std::filesystem::path& output_dir);
+
 class RunRecorder {
  public:
   using Say = std::function<void(const std::string&)>;
   // Opens the journal at `journal_path` (empty: default_journal_path()) and finds the run that
   // <output_dir>/journal.json names there, or creates one from `run` and writes the marker. A journal that
   // cannot be opened is said and the recorder records nothing. A marker that is not one is a forja::Error
-  // naming it (it is never overwritten: it may be the only link to a run's history).
+  // naming it (it is never overwritten: it may be the only link to a run's history), and so is a folder
+  // whose run completed (completed_run_in).
   RunRecorder(const std::filesystem::path& journal_path, const std::filesystem::path& output_dir,
               const NewRun& run, Say say);
   ~RunRecorder();
