@@ -37,6 +37,7 @@
 #include "forja/config_reference.h"
 #include "forja/error.h"
 #include "forja/journal.h"
+#include "forja/run_recorder.h"
 #include "forja/train.h"
 #include "form_util.h"
 #include "format.h"
@@ -299,6 +300,10 @@ QWidget* TrainPane::build_run_view() {
   status_->setObjectName(QStringLiteral("trainStatus"));
   error_ = new ErrorBox;
   error_->setObjectName(QStringLiteral("trainError"));
+  train_again_ = new QPushButton(tr("Train again as a new run"));
+  train_again_->setObjectName(QStringLiteral("trainAgainButton"));
+  train_again_->setVisible(false);
+  connect(train_again_, &QPushButton::clicked, this, &TrainPane::train_again_as_new_run);
 
   loss_plot_ = make_plot(QStringLiteral("trainLossPlot"), tr("loss"));
   loss_plot_->graph(0)->setName(tr("train"));
@@ -337,6 +342,7 @@ QWidget* TrainPane::build_run_view() {
   right_layout->addWidget(progress_);
   right_layout->addWidget(status_);
   right_layout->addWidget(error_);
+  right_layout->addWidget(train_again_, 0, Qt::AlignLeft);
   right_layout->addWidget(right_split, 1);
   return right;
 }
@@ -584,6 +590,24 @@ void TrainPane::start() {
     return;
   }
   const QString out = output_dir_->text();
+  train_again_->setVisible(false);
+  if (context_.journal) {
+    // Its checkpoint is the last step, so a "resume" would train nothing and only overwrite how it ended.
+    try {
+      if (const auto done = forja::completed_run_in(*context_.journal, out.toStdString())) {
+        error_->show_error(
+            tr("The run \u201c%1\u201d in %2 already completed; starting it again would rewrite its history.")
+                .arg(QString::fromStdString(done->name), out),
+            tr("Train again as a new run: it gets a folder of its own, and this run stays as it is."),
+            ErrorBox::Severity::Warning);
+        train_again_->setVisible(true);
+        return;
+      }
+    } catch (const forja::Error& e) {
+      error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+      return;
+    }
+  }
   if (!QDir().mkpath(out)) {
     error_->show_error(tr("%1: the output folder cannot be created").arg(out), tr("Choose another folder."));
     return;
@@ -609,6 +633,16 @@ void TrainPane::start() {
   log(tr("started %1 (pid %2) in %3").arg(TrainWorker::cli_path()).arg(worker_->pid()).arg(out));
   status_->setText(tr("Starting: loading the model and the data…"));
   update_buttons();
+}
+
+void TrainPane::train_again_as_new_run() {
+  if (running()) return;
+  output_dir_->setText(QString::fromStdString(
+      forja::new_run_dir(default_runs_dir().toStdString(), model_dir_.toStdString(), std::time(nullptr))
+          .string()));
+  for (QCustomPlot* p : {loss_plot_, lr_plot_, norm_plot_, speed_plot_})
+    for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+  start();
 }
 
 bool TrainPane::restore_run(const QString& config_json, qint64 worker_pid) {
