@@ -60,16 +60,20 @@ RunRecorder::RunRecorder(const fs::path& journal_path, const fs::path& output_di
   const fs::path marker = output_dir / "journal.json";
   const std::string here = fs::absolute(journal_->path()).string();
   run_id_ = marker_run_id(*journal_, output_dir);
-  // Training a completed run's folder again would resume nothing and overwrite how it ended.
+  // A completed run's folder trained again resumes at its last step and trains nothing: its row is left as
+  // it ended (no resume, no rewind, no new end), and the run is not recorded.
   if (run_id_ != 0) {
     const auto done = journal_->run(run_id_);
-    if (done && done->status == RunStatus::Completed)
-      throw_file_error(
-          output_dir.string(),
-          "holds the run \"" + done->name + "\", which already completed (" +
-              std::to_string(done->last_step) + " steps); its history is kept as it is",
-          "Train again as a new run: leave output_dir out of the config (a new folder is chosen) or "
-          "give it another folder.");
+    if (done && done->status == RunStatus::Completed) {
+      say_(output_dir.string() + " holds the run \"" + done->name + "\", which already completed (" +
+           std::to_string(done->last_step) +
+           " steps): nothing is trained and its history is kept as it is. To train again as a new run, leave "
+           "output_dir out of the config (a new folder is chosen) or give it another folder.");
+      completed_ = *done;
+      journal_.reset();
+      run_id_ = 0;
+      return;
+    }
   }
   try {
     if (run_id_ != 0) {

@@ -1,7 +1,7 @@
 // The train config's one reference table (forja/config_reference.h): it names exactly the keys the config
 // has, the commented YAML made from it reads back to the same config, unknown keys are pointed home from it,
 // the README's "Config reference" is its rendering, and a config of only model_dir and train_file trains
-// through the real forja-cli into the folder the window would choose.
+// through the real forja-cli into the folder the window would choose (and, finished, is not trained again).
 #include <QProcess>
 #include <QtTest>
 
@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -216,6 +217,17 @@ class TestTrainConfig : public QObject {
     QCOMPARE(fs::path(written.output_dir), made[0]);
     QCOMPARE(written.max_steps, int64_t(2));
     QVERIFY2(err.contains(QByteArray::fromStdString((made[0] / "config.json").string())), err.constData());
+    // The command it names on a finished run trains nothing: it says the run completed and how to train
+    // again, and no second run folder appears.
+    QProcess again;
+    again.setProcessEnvironment(env);
+    again.start(cli(), {"train", QString::fromStdString((made[0] / "config.json").string())});
+    QVERIFY(again.waitForFinished(600000));
+    const QByteArray again_err = again.readAllStandardError();
+    QVERIFY2(
+        again.exitCode() == 0 && again_err.contains("already completed") && again_err.contains("new run"),
+        again_err.constData());
+    QCOMPARE(size_t(std::distance(fs::directory_iterator(runs), fs::directory_iterator())), size_t(1));
 #endif
   }
 };
