@@ -26,6 +26,10 @@ QString default_adapters_dir() {
   return data_dir().filePath(QStringLiteral("adapters"));
 }
 
+QString default_runs_dir() {
+  return data_dir().filePath(QStringLiteral("runs"));
+}
+
 QString demo_dir() {
   QStringList candidates;
   if (qEnvironmentVariableIsSet("FORJA_DEMO_DIR")) candidates << qEnvironmentVariable("FORJA_DEMO_DIR");

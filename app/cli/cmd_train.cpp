@@ -8,12 +8,16 @@
 // (itself, with torchrun's RANK / WORLD_SIZE / ... environment; --nnodes, --node-rank, --master-addr and
 // --master-port as torchrun means them) and watches them. Each step then takes batch_size × grad_accum × N
 // examples; rank 0 prints, keeps the journal and writes checkpoints and the adapter.
+// A config without output_dir trains into a new folder under the runs folder (as the window names it), with
+// the config written there so that the same run can be resumed. --help lists every config key;
+// --print-config --model DIR --train-file FILE prints a complete commented YAML config.
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -21,6 +25,7 @@
 #include <optional>
 
 #include "command.h"
+#include "forja/config_reference.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/hub.h"
@@ -133,13 +138,58 @@ int launch_training(const forja::cli::Args& args, const std::string& config_path
 #endif
 }
 
+// --print-config: the defaults, with the model and dataset of the command line.
+int print_config(const forja::cli::Args& args) {
+  args.reject_unknown({"model", "train-file"});
+  const auto model = args.option("model");
+  const auto train_file = args.option("train-file");
+  if (!model || !train_file)
+    throw forja::Error(
+        "--print-config needs --model DIR and --train-file FILE",
+        "For example: forja-cli train --print-config --model models/x --train-file data.jsonl");
+  forja::TrainConfig c;
+  c.model_dir = *model;
+  c.train_file = *train_file;
+  std::printf("%s", forja::train_config_to_commented_yaml(c).c_str());
+  return 0;
+}
+
+// A config without output_dir gets a new folder under the runs folder, with the completed config written
+// there: every rank of a data-parallel run reads that one, and the same run resumes from it.
+std::string choose_output_dir(forja::TrainConfig& config, const std::string& path) {
+  if (config.train_file.empty())
+    forja::throw_file_error(path, "\"train_file\" is required (the dataset to train on)",
+                            "`forja-cli train --help` lists the config keys.");
+  if (!config.output_dir.empty()) return path;
+  config.output_dir =
+      forja::new_run_dir(forja::default_runs_root(), config.model_dir, std::time(nullptr)).string();
+  std::error_code ec;
+  std::filesystem::create_directories(config.output_dir, ec);
+  if (ec)
+    forja::throw_file_error(config.output_dir,
+                            "cannot be created as the run's output folder: " + ec.message(),
+                            "Set output_dir in the config to a folder that can be written.");
+  const std::string written = (std::filesystem::path(config.output_dir) / "config.json").string();
+  forja::write_file_atomic(written, forja::train_config_to_json(config));
+  std::fprintf(stderr, "forja-cli train: training into %s (resume with forja-cli train %s)\n",
+               config.output_dir.c_str(), written.c_str());
+  return written;
+}
+
 int run_train(forja::cli::Args& args) {
+  if (args.flag("print-config")) return print_config(args);
+  if (args.flag("config-reference-md")) {
+    std::printf("%s", forja::train_config_reference_markdown().c_str());
+    return 0;
+  }
   args.reject_unknown({"journal", "nproc", "gpus", "nnodes", "node-rank", "master-addr", "master-port"});
-  const std::string path = args.positional(0, "<config.json|yaml>");
+  std::string path = args.positional(0, "<config.json|yaml>");
   const bool json_progress = args.flag("json-progress");
   const bool no_journal = args.flag("no-journal");
   const bool tty = !json_progress && isatty(fileno(stdout));
   forja::TrainConfig config = forja::train_config_from_text(forja::read_text_file(path), path);
+  // Named after the model as typed (a repo id's name, not its snapshot's commit hash).
+  path = choose_output_dir(config, path);
   // model_dir may name a Hub repo (org/name): its snapshot in the cache is the folder the run reads.
   config.model_dir = forja::hub::resolve_model_dir(config.model_dir, args.flag("pull")).string();
   if (!config.tokenizer_dir.empty())
@@ -289,5 +339,9 @@ int run_train(forja::cli::Args& args) {
 FORJA_CLI_COMMAND(
     train, "Fine-tune a model with LoRA, headless (resumes from its last checkpoint)",
     "train <config.json|yaml> [--pull] [--json-progress] [--journal PATH | --no-journal] [--nproc N | --gpus N "
-    "[--nnodes N --node-rank R --master-addr HOST --master-port PORT]]",
-    run_train, {"json-progress", "no-journal", "pull"});
+    "[--nnodes N --node-rank R --master-addr HOST --master-port PORT]]\n"
+    "       forja-cli train --print-config --model DIR --train-file FILE   (a complete commented YAML "
+    "config)\n"
+    "       forja-cli train --config-reference-md   (the config keys as the README's Markdown table)",
+    run_train, {"json-progress", "no-journal", "print-config", "config-reference-md", "pull"});
+FORJA_CLI_MORE_HELP(train, forja::train_config_reference_text);

@@ -47,6 +47,7 @@ struct Command {
   std::string usage;
   int (*run)(Args&);
   std::set<std::string> flags;
+  std::string (*more_help)() = nullptr;  // printed after the usage by --help
 };
 
 std::map<std::string, Command>& registry();
@@ -57,13 +58,19 @@ std::string model_dir_arg(const Args& args, size_t i);
 
 struct Registrar {
   explicit Registrar(Command c) { registry().emplace(c.name, std::move(c)); }
+  Registrar(const char* name, std::string (*more_help)()) { registry().at(name).more_help = more_help; }
 };
 
 }  // namespace forja::cli
 
-#define FORJA_CLI_COMMAND(name, summary, usage, fn, ...)             \
-  static const ::forja::cli::Registrar forja_cli_registrar_##name {  \
-    ::forja::cli::Command {                                          \
-#name, summary, usage, fn, std::set < std::string> __VA_ARGS__ \
-    }                                                                \
+#define FORJA_CLI_COMMAND(name, summary, usage, fn, ...)                      \
+  static const ::forja::cli::Registrar forja_cli_registrar_##name {           \
+    ::forja::cli::Command {                                                   \
+#name, summary, usage, fn, std::set < std::string> __VA_ARGS__, nullptr \
+    }                                                                         \
+  }
+// After FORJA_CLI_COMMAND(name, ...) in the same file: `forja-cli name --help` prints more_help() too.
+#define FORJA_CLI_MORE_HELP(name, more_help)                        \
+  static const ::forja::cli::Registrar forja_cli_more_help_##name { \
+#name, more_help                                                \
   }

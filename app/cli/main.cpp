@@ -12,8 +12,9 @@
 namespace {
 
 void print_help() {
-  std::printf("forja-cli %s — fine-tune and chat with LLMs on a local GPU\n\nUsage: forja-cli <command> [args]\n\n",
-              FORJA_VERSION);
+  std::printf(
+      "forja-cli %s — fine-tune and chat with LLMs on a local GPU\n\nUsage: forja-cli <command> [args]\n\n",
+      FORJA_VERSION);
   for (const auto& [name, cmd] : forja::cli::registry()) {
     std::printf("  %-10s %s\n", name.c_str(), cmd.summary.c_str());
   }
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
   auto& reg = forja::cli::registry();
   auto it = reg.find(words[0]);
   if (it == reg.end()) {
-    std::fprintf(stderr, "error: unknown command '%s'\nhint: run forja-cli help for the list\n", words[0].c_str());
+    std::fprintf(stderr, "error: unknown command '%s'\nhint: run forja-cli help for the list\n",
+                 words[0].c_str());
     return 2;
   }
   const forja::cli::Command& cmd = it->second;
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
     forja::cli::Args args(std::vector<std::string>(words.begin() + 1, words.end()), cmd.flags);
     if (args.flag("help")) {
       std::printf("Usage: forja-cli %s\n\n%s\n", cmd.usage.c_str(), cmd.summary.c_str());
+      if (cmd.more_help) std::printf("\n%s", cmd.more_help().c_str());
       return 0;
     }
     return cmd.run(args);

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <system_error>
 #include <utility>
@@ -83,6 +84,14 @@ CREATE INDEX messages_by_chat ON messages(chat_id, id);
 ALTER TABLE metrics ADD COLUMN tokens INTEGER;
 ALTER TABLE metrics ADD COLUMN trained_tokens INTEGER;
 ALTER TABLE metrics ADD COLUMN positions INTEGER;
+)sql",
+    // Running time apart from the wall-clock span: a resumed run's gaps no longer count as its duration.
+    // Runs recorded before it keep their span, the best that is known of them.
+    R"sql(
+ALTER TABLE runs ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN resumed_at INTEGER;
+UPDATE runs SET active_ms = ended_at - started_at WHERE ended_at IS NOT NULL;
+UPDATE runs SET resumed_at = started_at WHERE ended_at IS NULL;
 )sql",
 };
 static_assert(std::size(kMigrations) == Journal::kSchemaVersion, "one migration per schema version");
@@ -207,7 +216,23 @@ int user_version(sqlite3* db, const std::filesystem::path& path) {
 constexpr const char* kRunColumns =
     "id, name, model_dir, dataset_path, config_json, status, total_steps, worker_pid, started_at, ended_at, "
     "final_loss, final_eval_loss, adapter_path, error_message, error_hint, "
-    "(SELECT max(step) FROM metrics WHERE metrics.run_id = runs.id)";
+    "(SELECT max(step) FROM metrics WHERE metrics.run_id = runs.id), active_ms, resumed_at";
+
+// Closes the open stretch of running time at ?1 (ms): SET clauses for the runs row.
+constexpr const char* kCloseStretch =
+    "active_ms = active_ms + CASE WHEN resumed_at IS NULL OR ?1 < resumed_at THEN 0 ELSE ?1 - resumed_at "
+    "END, "
+    "resumed_at = NULL";
+
+// When a dead worker's open stretch ended: at its last recorded step (when it died after that is unknown,
+// and the time until someone noticed is not running time), or where it began when it recorded none.
+int64_t last_step_time(sqlite3* db, const std::filesystem::path& path, int64_t run_id) {
+  Stmt s(db, path,
+         "SELECT coalesce(max(m.time_ms), r.resumed_at, r.started_at) FROM runs r LEFT JOIN metrics m ON "
+         "m.run_id = r.id AND m.time_ms >= r.resumed_at WHERE r.id = ?");
+  s.bind(1, run_id);
+  return s.step() ? s.i64(0) : 0;
+}
 
 RunRecord read_run(const Stmt& s) {
   RunRecord r;
@@ -227,6 +252,8 @@ RunRecord read_run(const Stmt& s) {
   r.error_message = s.text(13);
   r.error_hint = s.text(14);
   r.last_step = s.null(15) ? -1 : s.i64(15);
+  r.active_ms = s.i64(16);
+  r.resumed_at_ms = s.opt_i64(17);
   return r;
 }
 
@@ -368,8 +395,8 @@ int64_t Journal::create_run(const NewRun& run) {
   WriteTransaction tx(db_, path_, "create_run");
   Stmt s(db_, path_,
          "INSERT INTO runs(name, model_dir, dataset_path, config_json, status, total_steps, worker_pid, "
-         "started_at) "
-         "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+         "started_at, resumed_at) "
+         "VALUES(?, ?, ?, ?, ?, ?, ?, ?8, ?8)");
   s.bind(1, run.name).bind(2, run.model_dir).bind(3, run.dataset_path).bind(4, run.config_json);
   s.bind(5, std::string(to_string(RunStatus::Running))).bind(6, run.total_steps).bind(7, run.worker_pid);
   s.bind(8, journal_now_ms());
@@ -388,20 +415,28 @@ void Journal::set_run_status(int64_t run_id, RunStatus status) {
 
 void Journal::resume_run(int64_t run_id, int64_t worker_pid) {
   WriteTransaction tx(db_, path_, "resume_run");
-  Stmt s(db_, path_,
-         "UPDATE runs SET status = ?, worker_pid = ?, ended_at = NULL, error_message = '', error_hint = '' "
-         "WHERE id = ?");
-  s.bind(1, std::string(to_string(RunStatus::Running))).bind(2, worker_pid).bind(3, run_id).run();
+  Stmt s(
+      db_, path_,
+      (std::string("UPDATE runs SET ") + kCloseStretch +
+       ", status = ?2, worker_pid = ?3, ended_at = NULL, error_message = '', error_hint = '' WHERE id = ?4")
+          .c_str());
+  // A stretch still open belongs to a worker that died unnoticed: it ends at its last recorded step.
+  s.bind(1, last_step_time(db_, path_, run_id)).bind(2, std::string(to_string(RunStatus::Running)));
+  s.bind(3, worker_pid).bind(4, run_id).run();
+  Stmt open(db_, path_, "UPDATE runs SET resumed_at = ? WHERE id = ?");
+  open.bind(1, journal_now_ms()).bind(2, run_id).run();
   tx.commit();
 }
 
 void Journal::finish_run(int64_t run_id, RunStatus status, std::optional<double> final_loss,
                          std::optional<double> final_eval_loss, const std::string& adapter_path) {
   WriteTransaction tx(db_, path_, "finish_run");
-  Stmt s(db_, path_,
-         "UPDATE runs SET status = ?, ended_at = ?, final_loss = ?, final_eval_loss = ?, adapter_path = ? "
-         "WHERE id = ?");
-  s.bind(1, std::string(to_string(status))).bind(2, journal_now_ms()).bind(3, final_loss);
+  Stmt s(
+      db_, path_,
+      (std::string("UPDATE runs SET ") + kCloseStretch +
+       ", status = ?2, ended_at = ?1, final_loss = ?3, final_eval_loss = ?4, adapter_path = ?5 WHERE id = ?6")
+          .c_str());
+  s.bind(1, journal_now_ms()).bind(2, std::string(to_string(status))).bind(3, final_loss);
   s.bind(4, final_eval_loss).bind(5, adapter_path).bind(6, run_id).run();
   tx.commit();
 }
@@ -409,8 +444,10 @@ void Journal::finish_run(int64_t run_id, RunStatus status, std::optional<double>
 void Journal::fail_run(int64_t run_id, const std::string& message, const std::string& hint) {
   WriteTransaction tx(db_, path_, "fail_run");
   Stmt s(db_, path_,
-         "UPDATE runs SET status = ?, ended_at = ?, error_message = ?, error_hint = ? WHERE id = ?");
-  s.bind(1, std::string(to_string(RunStatus::Failed))).bind(2, journal_now_ms()).bind(3, message);
+         (std::string("UPDATE runs SET ") + kCloseStretch +
+          ", status = ?2, ended_at = ?1, error_message = ?3, error_hint = ?4 WHERE id = ?5")
+             .c_str());
+  s.bind(1, journal_now_ms()).bind(2, std::string(to_string(RunStatus::Failed))).bind(3, message);
   s.bind(4, hint).bind(5, run_id).run();
   tx.commit();
 }
@@ -452,9 +489,15 @@ int Journal::mark_interrupted(const std::function<bool(int64_t pid)>& is_alive) 
     while (s.step())
       if (!is_alive(s.i64(1))) gone.push_back(s.i64(0));
   }
-  Stmt u(db_, path_, "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?");
+  Stmt u(db_, path_,
+         (std::string("UPDATE runs SET ") + kCloseStretch + ", status = ?2, ended_at = ?3 WHERE id = ?4")
+             .c_str());
   for (int64_t id : gone) {
-    u.bind(1, std::string(to_string(RunStatus::Interrupted))).bind(2, journal_now_ms()).bind(3, id).run();
+    u.bind(1, last_step_time(db_, path_, id))
+        .bind(2, std::string(to_string(RunStatus::Interrupted)))
+        .bind(3, journal_now_ms())
+        .bind(4, id);
+    u.run();
     u.reset();
   }
   tx.commit();
@@ -659,6 +702,29 @@ std::vector<MessageRecord> Journal::messages(int64_t chat_id) {
 
 bool Journal::delete_chat(int64_t chat_id) {
   return delete_by_id("DELETE FROM chats WHERE id = ?", chat_id);
+}
+
+std::string metrics_csv(const std::vector<MetricPoint>& points) {
+  std::string out = "step,time_ms,loss,eval_loss,lr,grad_norm,tokens_per_s,gpu_memory_bytes\n";
+  const auto real = [&](const std::optional<double>& v) {
+    out += ',';
+    if (!v) return;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", *v);
+    out += buf;
+  };
+  for (const MetricPoint& m : points) {
+    out += std::to_string(m.step) + ',' + std::to_string(m.time_ms);
+    real(m.loss);
+    real(m.eval_loss);
+    real(m.lr);
+    real(m.grad_norm);
+    real(m.tokens_per_s);
+    out += ',';
+    if (m.gpu_memory_bytes) out += std::to_string(*m.gpu_memory_bytes);
+    out += '\n';
+  }
+  return out;
 }
 
 }  // namespace forja

@@ -24,7 +24,29 @@ std::vector<CheckpointRecord> records(const std::vector<train::SavedCheckpoint>&
   return out;
 }
 
+// The row that <output_dir>/journal.json names in `journal`; 0 when there is no marker or it names another
+// journal or a row that is gone.
+int64_t marker_run_id(Journal& journal, const fs::path& output_dir) {
+  const fs::path marker = output_dir / "journal.json";
+  if (!fs::exists(marker)) return 0;
+  const auto j = nlohmann::json::parse(read_text_file(marker), nullptr, false);
+  const int64_t id = j.is_object() && j.contains("run_id") ? json_int(j["run_id"], 1).value_or(0) : 0;
+  if (id == 0 || !j.contains("journal") || !j["journal"].is_string())
+    throw_file_error(marker.string(), "is not a run marker (a JSON object with \"journal\" and \"run_id\")",
+                     "Restore it, or move it away to record this run as a new one.");
+  const std::string here = fs::absolute(journal.path()).string();
+  return j["journal"].get<std::string>() == here && journal.run(id) ? id : 0;
+}
+
 }  // namespace
+
+std::optional<RunRecord> completed_run_in(Journal& journal, const fs::path& output_dir) {
+  const int64_t id = marker_run_id(journal, output_dir);
+  if (id == 0) return std::nullopt;
+  auto r = journal.run(id);
+  if (r && r->status == RunStatus::Completed) return r;
+  return std::nullopt;
+}
 
 RunRecorder::RunRecorder(const fs::path& journal_path, const fs::path& output_dir, const NewRun& run, Say say)
     : say_(std::move(say)) {
@@ -37,13 +59,21 @@ RunRecorder::RunRecorder(const fs::path& journal_path, const fs::path& output_di
   }
   const fs::path marker = output_dir / "journal.json";
   const std::string here = fs::absolute(journal_->path()).string();
-  if (fs::exists(marker)) {
-    const auto j = nlohmann::json::parse(read_text_file(marker), nullptr, false);
-    const int64_t id = j.is_object() && j.contains("run_id") ? json_int(j["run_id"], 1).value_or(0) : 0;
-    if (id == 0 || !j.contains("journal") || !j["journal"].is_string())
-      throw_file_error(marker.string(), "is not a run marker (a JSON object with \"journal\" and \"run_id\")",
-                       "Restore it, or move it away to record this run as a new one.");
-    if (j["journal"].get<std::string>() == here && journal_->run(id)) run_id_ = id;
+  run_id_ = marker_run_id(*journal_, output_dir);
+  // A completed run's folder trained again resumes at its last step and trains nothing: its row is left as
+  // it ended (no resume, no rewind, no new end), and the run is not recorded.
+  if (run_id_ != 0) {
+    const auto done = journal_->run(run_id_);
+    if (done && done->status == RunStatus::Completed) {
+      say_(output_dir.string() + " holds the run \"" + done->name + "\", which already completed (" +
+           std::to_string(done->last_step) +
+           " steps): nothing is trained and its history is kept as it is. To train again as a new run, leave "
+           "output_dir out of the config (a new folder is chosen) or give it another folder.");
+      completed_ = *done;
+      journal_.reset();
+      run_id_ = 0;
+      return;
+    }
   }
   try {
     if (run_id_ != 0) {

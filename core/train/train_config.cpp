@@ -2,10 +2,12 @@
 // error, so that "learning_rat" never trains silently at the default rate.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <type_traits>
 
+#include "forja/config_reference.h"
 #include "forja/error.h"
 #include "forja/train.h"
 #include "yaml_subset.h"
@@ -31,8 +33,6 @@ const char* schedule_name(LrSchedule s) {
   }
   return "cosine";
 }
-
-const char* section_of(const std::string& key);
 
 class Reader {
  public:
@@ -71,13 +71,18 @@ class Reader {
   void finish() {
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       if (seen_.count(it.key())) continue;
-      if (section_.empty()) {
-        if (const char* home = section_of(it.key()))
-          throw_file_error(source_, "unknown key \"" + it.key() + "\" at the top level",
-                           "\"" + it.key() + "\" belongs under \"" + home + "\".");
-      }
-      fail("unknown key \"" + it.key() + "\"");
+      throw_file_error(source_,
+                       (section_.empty() ? "unknown key \"" + it.key() + "\" at the top level"
+                                         : section_ + ": unknown key \"" + it.key() + "\""),
+                       unknown_config_key_hint(section_, it.key()));
     }
+  }
+  // A key whose table entry lists its words (forja/config_reference.h): the value must be one of them.
+  void check_choice(const char* key, const std::string& value) const {
+    const ConfigKey* k = find_config_key(section_, key);
+    if (!k || k->choices.empty()) return;
+    if (std::find(k->choices.begin(), k->choices.end(), value) != k->choices.end()) return;
+    fail(std::string(key) + " \"" + value + "\" is not " + k->allowed);
   }
   // Range checks: the message names the key, the allowed range and the value found.
   void check(bool ok, const char* key, const std::string& range, const json& value) const {
@@ -93,16 +98,6 @@ class Reader {
   std::string source_, section_;
   std::set<std::string> seen_;
 };
-
-// The keys of the lora and optimizer sections, so that one written at the top level gets pointed home.
-const char* section_of(const std::string& key) {
-  static const std::set<std::string> lora = {"rank", "alpha", "dropout", "use_rslora", "target_modules"};
-  static const std::set<std::string> optimizer = {"learning_rate", "weight_decay", "beta1",   "beta2", "eps",
-                                                  "max_grad_norm", "warmup_steps", "schedule"};
-  if (lora.count(key)) return "lora";
-  if (optimizer.count(key)) return "optimizer";
-  return nullptr;
-}
 
 }  // namespace
 
@@ -172,14 +167,13 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
     orr.get("warmup_steps", c.optimizer.warmup_steps);
     std::string sched = schedule_name(c.optimizer.schedule);
     orr.get("schedule", sched);
+    orr.check_choice("schedule", sched);
     if (sched == "constant")
       c.optimizer.schedule = LrSchedule::Constant;
     else if (sched == "linear")
       c.optimizer.schedule = LrSchedule::Linear;
-    else if (sched == "cosine")
-      c.optimizer.schedule = LrSchedule::Cosine;
     else
-      orr.fail("schedule \"" + sched + "\" is not constant, linear or cosine");
+      c.optimizer.schedule = LrSchedule::Cosine;
     orr.finish();
     const OptimizerSettings& os = c.optimizer;
     orr.check(os.learning_rate > 0, "learning_rate", "positive", os.learning_rate);
@@ -191,7 +185,6 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   }
   r.finish();
   if (c.model_dir.empty()) r.fail("\"model_dir\" is required");
-  if (c.output_dir.empty()) r.fail("\"output_dir\" is required");
   r.check(c.max_steps >= 1, "max_steps", "positive", c.max_steps);
   r.check(c.batch_size >= 1, "batch_size", "positive", c.batch_size);
   // Every micro-batch of a step is built before the backward passes, so grad_accum bounds memory too.
@@ -206,13 +199,9 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
           c.early_stopping_min_delta);
   r.check(c.checkpoint_every >= 0, "checkpoint_every", "zero or positive", c.checkpoint_every);
   r.check(c.keep_checkpoints >= 1, "keep_checkpoints", "positive", c.keep_checkpoints);
-  static const std::set<std::string> formats = {"auto", "tokenized", "alpaca", "chat", "sharegpt", "text"};
-  if (!formats.count(c.data_format))
-    r.fail("data_format \"" + c.data_format + "\" is not auto, tokenized, alpaca, chat, sharegpt or text");
-  if (c.on_bad_record != "stop" && c.on_bad_record != "skip")
-    r.fail("on_bad_record \"" + c.on_bad_record + "\" is not stop or skip");
-  if (c.base_quant != "none" && c.base_quant != "nf4")
-    r.fail("base_quant \"" + c.base_quant + "\" is not none or nf4");
+  r.check_choice("data_format", c.data_format);
+  r.check_choice("on_bad_record", c.on_bad_record);
+  r.check_choice("base_quant", c.base_quant);
   if (!(c.eval_fraction >= 0.0 && c.eval_fraction < 1.0))
     r.fail("eval_fraction must be in [0, 1), not " + std::to_string(c.eval_fraction));
   return c;

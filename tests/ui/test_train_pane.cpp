@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -17,9 +18,12 @@
 #include <QTest>
 #include <QTreeWidget>
 
+#include "app_paths.h"
 #include "error_box.h"
+#include "forja/config_reference.h"
 #include "forja/journal.h"
 #include "forja/train.h"
+#include "format.h"
 #include "jobs/job.h"
 #include "main_window.h"
 #include "panes/runs_pane.h"
@@ -72,6 +76,8 @@ class TestTrainPane : public QObject {
   void twoWorkersTrainOneRun();
   void formShowsARunsWholeConfig();
   void presetsChangeOnlyTheirSettings();
+  void newRunFoldersFollowTheEngineRule();
+  void rerunOfAFinishedRunKeepsItsHistory();
 
  private:
   void configure(int steps, int checkpoint_every);
@@ -380,6 +386,94 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   QCOMPARE(journal.integrity_check(), std::string("ok"));
   window_->runs_pane()->refresh();
   QCOMPARE(runs->topLevelItem(0)->text(1), QStringLiteral("completed"));
+}
+
+void TestTrainPane::newRunFoldersFollowTheEngineRule() {
+  // The window proposes the folder forja::new_run_dir names, in the runs folder forja-cli uses for a config
+  // without output_dir: <runs>/<model folder>-<yyyyMMdd-HHmmss>.
+  pane_->set_model_dir(QStringLiteral("/models/TinyLlama"));
+  const QString out = pane_->findChild<QLineEdit*>(QStringLiteral("trainOutputDir"))->text();
+  QCOMPARE(QFileInfo(out).absolutePath(), QDir(forja::ui::default_runs_dir()).absolutePath());
+  QVERIFY2(QFileInfo(out).fileName().startsWith(QStringLiteral("TinyLlama-")), qPrintable(out));
+  QCOMPARE(QFileInfo(out).fileName().size(), QStringLiteral("TinyLlama-yyyyMMdd-HHmmss").size());
+  // A folder of that name already there gets the next free one, never the old run's.
+  QVERIFY(QDir().mkpath(out));
+  pane_->set_model_dir(QStringLiteral("/models/TinyLlama"));
+  const QString next = pane_->findChild<QLineEdit*>(QStringLiteral("trainOutputDir"))->text();
+  QVERIFY2(next != out && QFileInfo(next).fileName().startsWith(QStringLiteral("TinyLlama-")),
+           qPrintable(next));
+  QDir(out).removeRecursively();
+}
+
+void TestTrainPane::rerunOfAFinishedRunKeepsItsHistory() {
+  // Start on the folder of a run that completed: nothing runs and the journal row stays as it was; "Train
+  // again as a new run" trains a second run in a new folder. The Runs pane shows running time and writes
+  // the first run's metrics as CSV, the journal's rows exactly.
+  configure(3, 3);
+  QSignalSpy finished(pane_, &TrainPane::run_finished);
+  auto* start = pane_->findChild<QPushButton*>(QStringLiteral("trainStart"));
+  QTest::mouseClick(start, Qt::LeftButton);
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+  forja::Journal journal(tmp_->filePath(QStringLiteral("journal.db")).toStdString());
+  QCOMPARE(journal.runs().size(), size_t(1));
+  const forja::RunRecord first = journal.runs().front();
+  QCOMPARE(first.status, forja::RunStatus::Completed);
+  QCOMPARE(journal.metrics(first.id).size(), size_t(3));
+
+  QVERIFY(start->isEnabled());
+  QTest::mouseClick(start, Qt::LeftButton);
+  QVERIFY(!pane_->running());
+  const auto* box = pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"));
+  QVERIFY2(box->message().contains(QStringLiteral("already completed")), qPrintable(box->message()));
+  auto* again = pane_->findChild<QPushButton*>(QStringLiteral("trainAgainButton"));
+  QVERIFY(again->isVisibleTo(pane_));
+  const forja::RunRecord kept = *journal.run(first.id);
+  QCOMPARE(kept.ended_at_ms, first.ended_at_ms);
+  QCOMPARE(kept.final_loss, first.final_loss);
+  QCOMPARE(kept.active_ms, first.active_ms);
+  QCOMPARE(journal.metrics(first.id).size(), size_t(3));
+
+  QTest::mouseClick(again, Qt::LeftButton);
+  QVERIFY(pane_->running());
+  QVERIFY(!again->isVisibleTo(pane_));
+  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
+  QCOMPARE(finished.at(1).at(0).toJsonObject().value(QStringLiteral("outcome")).toString(),
+           QStringLiteral("finished"));
+  const auto runs = journal.runs();
+  QCOMPARE(runs.size(), size_t(2));
+  const forja::RunRecord second = runs.front();  // newest first
+  QVERIFY(second.id != first.id);
+  QCOMPARE(second.status, forja::RunStatus::Completed);
+  const QString second_dir = QFileInfo(QString::fromStdString(second.adapter_path)).absolutePath();
+  QCOMPARE(QFileInfo(second_dir).absolutePath(), QDir(forja::ui::default_runs_dir()).absolutePath());
+  QVERIFY(second.adapter_path != first.adapter_path);
+  const forja::RunRecord untouched = *journal.run(first.id);
+  QCOMPARE(untouched.ended_at_ms, first.ended_at_ms);
+  QCOMPARE(untouched.final_loss, first.final_loss);
+  QCOMPARE(journal.metrics(first.id).size(), size_t(3));
+
+  window_->show_pane(PaneId::Runs);
+  auto* runs_pane = window_->runs_pane();
+  runs_pane->refresh();
+  auto* list = runs_pane->findChild<QTreeWidget*>(QStringLiteral("runList"));
+  QCOMPARE(list->topLevelItemCount(), 2);
+  QTreeWidgetItem* first_item = list->topLevelItem(1);
+  QCOMPARE(first_item->text(forja::ui::RunsPane::DurationCol),
+           forja::ui::format_duration_ms(first.active_ms));
+  list->setCurrentItem(first_item);
+  QVERIFY(runs_pane->findChild<QPushButton*>(QStringLiteral("exportMetricsButton"))->isEnabled());
+  QSignalSpy exported(runs_pane, &forja::ui::RunsPane::metrics_exported);
+  const QString csv = tmp_->filePath(QStringLiteral("metrics.csv"));
+  runs_pane->export_metrics_csv(csv);
+  QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 1, 30000);
+  QVERIFY(exported.at(0).at(0).toBool());
+  QFile f(csv);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QByteArray text = f.readAll();
+  QCOMPARE(text.toStdString(), forja::metrics_csv(journal.metrics(first.id)));
+  QCOMPARE(text.count('\n'), 4);  // the header and the three steps
+  QVERIFY(text.startsWith("step,time_ms,loss,"));
+  QDir(second_dir).removeRecursively();
 }
 
 void TestTrainPane::missingWorkerSaysWhy() {

@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QShortcut>
 #include <QSplitter>
+#include <QThread>
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -25,6 +26,7 @@
 
 #include "error_box.h"
 #include "forja/error.h"
+#include "forja/file_util.h"
 #include "format.h"
 #include "jobs/export_job.h"
 #include "jobs/job_monitor.h"
@@ -102,6 +104,14 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
     if (!path.isEmpty()) export_selected(QStringLiteral("hf"), path);
   });
   export_->setMenu(export_menu);
+  export_csv_ = new QPushButton(tr("Metrics CSV…"));
+  export_csv_->setObjectName(QStringLiteral("exportMetricsButton"));
+  export_csv_->setToolTip(tr("Write the selected run's metrics, one line per step, as a CSV file."));
+  connect(export_csv_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export metrics as CSV"),
+                                                      QStringLiteral("metrics.csv"), tr("CSV files (*.csv)"));
+    if (!path.isEmpty()) export_metrics_csv(path);
+  });
   cancel_export_ = new QPushButton(tr("Cancel export"));
   cancel_export_->setObjectName(QStringLiteral("cancelExportButton"));
   cancel_export_->setVisible(false);
@@ -112,6 +122,7 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   top->addWidget(summary_, 1);
   top->addWidget(export_status_);
   top->addWidget(export_);
+  top->addWidget(export_csv_);
   top->addWidget(cancel_export_);
   top->addWidget(chat_);
   top->addWidget(refresh_button);
@@ -223,7 +234,8 @@ void RunsPane::refresh() {
     item->setText(ModelCol, QString::fromStdString(std::filesystem::path(r.model_dir).filename().string()));
     item->setToolTip(ModelCol, QString::fromStdString(r.model_dir));
     item->setText(StartedCol, format_timestamp_ms(r.started_at_ms));
-    item->setText(DurationCol, format_duration_ms(r.ended_at_ms.value_or(now) - r.started_at_ms));
+    // Running time only: the gaps of a paused, dead or waiting run are not its duration.
+    item->setText(DurationCol, format_duration_ms(r.running_ms(now)));
     item->setText(LossCol, format_loss(r.final_loss));
     item->setText(EvalLossCol, format_loss(r.final_eval_loss));
     item->setText(AdapterCol, QString::fromStdString(r.adapter_path));
@@ -343,8 +355,40 @@ void RunsPane::update_buttons() {
   for (const auto& r : runs_)
     if (ids.size() == 1 && r.id == ids.front()) one_with_adapter = !r.adapter_path.empty();
   chat_->setEnabled(one_with_adapter);
+  export_csv_->setEnabled(context_.journal && ids.size() == 1);
   export_->setEnabled(one_with_adapter && !exporting());
   cancel_export_->setVisible(exporting());
+}
+
+void RunsPane::export_metrics_csv(const QString& path) {
+  const std::vector<int64_t> ids = selected_run_ids();
+  if (!context_.journal || ids.size() != 1) return;
+  error_->clear();
+  std::string csv;
+  try {
+    csv = forja::metrics_csv(context_.journal->metrics(ids.front()));
+  } catch (const forja::Error& e) {
+    show_journal_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+    Q_EMIT metrics_exported(false, path);
+    return;
+  }
+  // The file is written on a thread of its own: a slow or full disk never stalls the window.
+  auto* error = new QString;
+  QThread* writer = QThread::create([csv = std::move(csv), file = path.toStdString(), error] {
+    try {
+      forja::write_file_atomic(file, csv);
+    } catch (const forja::Error& e) {
+      *error = QString::fromStdString(e.message());
+    }
+  });
+  connect(writer, &QThread::finished, this, [this, writer, error, path] {
+    const bool ok = error->isEmpty();
+    if (!ok) error_->show_error(*error, tr("Choose another file or folder."));
+    delete error;
+    writer->deleteLater();
+    Q_EMIT metrics_exported(ok, path);
+  });
+  writer->start();
 }
 
 void RunsPane::export_selected(const QString& format, const QString& destination) {

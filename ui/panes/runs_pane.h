@@ -59,6 +59,9 @@ class RunsPane : public Pane {
   // export_finished says how it went (false when cancelled); a failure shows in the error box with the
   // exporter's own words.
   void export_selected(const QString& format, const QString& destination);
+  // The selected run's metrics (forja::metrics_csv) written to `path` off the GUI thread; metrics_exported
+  // says how it went, a failure shows in the error box.
+  void export_metrics_csv(const QString& path);
   // Stops the export at its next tensor or file; nothing is left at the destination.
   void cancel_export();
   bool exporting() const { return export_job_ != nullptr; }
@@ -70,6 +73,7 @@ class RunsPane : public Pane {
   // "Chat with Adapter": the selected run's base model and the adapter it produced.
   void chat_requested(const QString& model_dir, const QString& adapter_dir);
   void export_finished(bool ok, const QString& destination);
+  void metrics_exported(bool ok, const QString& path);
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -92,6 +96,7 @@ class RunsPane : public Pane {
   QPushButton* delete_;
   QPushButton* chat_;
   QPushButton* export_;
+  QPushButton* export_csv_;
   QLabel* export_status_;
   QPushButton* cancel_export_;
   QPointer<ExportJob> export_job_;

@@ -23,18 +23,21 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
-#include <QStandardPaths>
 #include <QVBoxLayout>
 
 #include <signal.h>
 
+#include <ctime>
 #include <span>
 #include <type_traits>
 #include <utility>
 
+#include "app_paths.h"
 #include "error_box.h"
+#include "forja/config_reference.h"
 #include "forja/error.h"
 #include "forja/journal.h"
+#include "forja/run_recorder.h"
 #include "forja/train.h"
 #include "form_util.h"
 #include "format.h"
@@ -297,6 +300,10 @@ QWidget* TrainPane::build_run_view() {
   status_->setObjectName(QStringLiteral("trainStatus"));
   error_ = new ErrorBox;
   error_->setObjectName(QStringLiteral("trainError"));
+  train_again_ = new QPushButton(tr("Train again as a new run"));
+  train_again_->setObjectName(QStringLiteral("trainAgainButton"));
+  train_again_->setVisible(false);
+  connect(train_again_, &QPushButton::clicked, this, &TrainPane::train_again_as_new_run);
 
   loss_plot_ = make_plot(QStringLiteral("trainLossPlot"), tr("loss"));
   loss_plot_->graph(0)->setName(tr("train"));
@@ -343,6 +350,7 @@ QWidget* TrainPane::build_run_view() {
   right_layout->addWidget(progress_);
   right_layout->addWidget(status_);
   right_layout->addWidget(error_);
+  right_layout->addWidget(train_again_, 0, Qt::AlignLeft);
   right_layout->addWidget(right_split, 1);
   return right;
 }
@@ -512,13 +520,10 @@ void TrainPane::show_config(const TrainConfig& config) {
 
 void TrainPane::set_model_dir(const QString& dir) {
   model_dir_ = dir;
-  if (output_dir_->text().isEmpty() || !running()) {
-    const QString base = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
-    output_dir_->setText(QDir(base).filePath(
-        QStringLiteral("runs/%1-%2")
-            .arg(dir.isEmpty() ? QStringLiteral("run") : QFileInfo(dir).fileName(),
-                 QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))));
-  }
+  if (output_dir_->text().isEmpty() || !running())
+    output_dir_->setText(QString::fromStdString(
+        forja::new_run_dir(default_runs_dir().toStdString(), dir.toStdString(), std::time(nullptr))
+            .string()));
   inputs_->setText(
       tr("Model: %1 · Dataset: %2")
           .arg(dir.isEmpty() ? tr("none (open one in the Model pane)") : QDir::toNativeSeparators(dir),
@@ -593,6 +598,24 @@ void TrainPane::start() {
     return;
   }
   const QString out = output_dir_->text();
+  train_again_->setVisible(false);
+  if (context_.journal) {
+    // Its checkpoint is the last step, so a "resume" would train nothing and only overwrite how it ended.
+    try {
+      if (const auto done = forja::completed_run_in(*context_.journal, out.toStdString())) {
+        error_->show_error(
+            tr("The run \u201c%1\u201d in %2 already completed; starting it again would rewrite its history.")
+                .arg(QString::fromStdString(done->name), out),
+            tr("Train again as a new run: it gets a folder of its own, and this run stays as it is."),
+            ErrorBox::Severity::Warning);
+        train_again_->setVisible(true);
+        return;
+      }
+    } catch (const forja::Error& e) {
+      error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+      return;
+    }
+  }
   if (!QDir().mkpath(out)) {
     error_->show_error(tr("%1: the output folder cannot be created").arg(out), tr("Choose another folder."));
     return;
@@ -618,6 +641,16 @@ void TrainPane::start() {
   log(tr("started %1 (pid %2) in %3").arg(TrainWorker::cli_path()).arg(worker_->pid()).arg(out));
   status_->setText(tr("Starting: loading the model and the data…"));
   update_buttons();
+}
+
+void TrainPane::train_again_as_new_run() {
+  if (running()) return;
+  output_dir_->setText(QString::fromStdString(
+      forja::new_run_dir(default_runs_dir().toStdString(), model_dir_.toStdString(), std::time(nullptr))
+          .string()));
+  for (QCustomPlot* p : {loss_plot_, lr_plot_, norm_plot_, speed_plot_})
+    for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+  start();
 }
 
 bool TrainPane::restore_run(const QString& config_json, qint64 worker_pid) {

@@ -69,7 +69,11 @@ class TrainPane : public Pane {
   // for a config that cannot be read.
   bool restore_run(const QString& config_json, qint64 worker_pid);
 
-  void start();  // a new run, or a paused one continued (same output folder)
+  // A new run, or a paused one continued (same output folder). A folder whose run completed is never
+  // trained again: the pane says so and offers "Train again as a new run" (train_again_as_new_run).
+  void start();
+  // Start in a new output folder (forja::new_run_dir), leaving the finished run's history as it is.
+  void train_again_as_new_run();
   void pause();  // checkpoint and stop; Start/Resume continues
   void stop();   // kill at once; the last checkpoint stays
   bool running() const;
@@ -119,6 +123,7 @@ class TrainPane : public Pane {
   QComboBox *schedule_, *device_, *dtype_;
   QCheckBox *checkpointing_, *selective_, *base_4bit_, *packing_;
   QPushButton *start_, *pause_, *stop_, *export_;
+  QPushButton* train_again_;  // shown when Start meets a folder whose run completed
   QProgressBar* progress_;
   QLabel* status_;
   ErrorBox* error_;

@@ -54,6 +54,15 @@ struct RunRecord {
   std::string error_message;
   std::string error_hint;
   int64_t last_step = -1;  // the highest step with metrics; -1 when there are none
+  // Time spent running: the ended stretches between a start or resume and the run's end (an interrupted one
+  // ends at its last recorded step), so the gaps while it was paused, dead or waiting are not counted.
+  int64_t active_ms = 0;
+  std::optional<int64_t> resumed_at_ms;  // the start of the stretch still open; none when it is closed
+  int64_t running_ms(int64_t now_ms) const {
+    if (!resumed_at_ms) return active_ms;
+    const int64_t end = status == RunStatus::Running ? now_ms : ended_at_ms.value_or(*resumed_at_ms);
+    return active_ms + (end > *resumed_at_ms ? end - *resumed_at_ms : 0);
+  }
 };
 
 // One training step's measurements; a field the worker did not measure at that step stays empty.
@@ -70,6 +79,10 @@ struct MetricPoint {
   std::optional<int64_t> positions;       // rows x seq_len, padding included
   int64_t time_ms = 0;                    // when the step ended; 0 means "now" on append
 };
+
+// A run's metrics as CSV: a header (step,time_ms,loss,eval_loss,lr,grad_norm,tokens_per_s,gpu_memory_bytes),
+// then a line per step; a value not measured at a step is an empty field, numbers keep every digit.
+std::string metrics_csv(const std::vector<MetricPoint>& points);
 
 struct CheckpointRecord {
   int64_t id = 0;
@@ -101,7 +114,7 @@ struct MessageRecord {
 class Journal {
  public:
   // The schema version this build writes; a file with a newer one is refused, an older one is migrated.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating when missing, with its folder) and migrates the journal at `path`. Throws forja::Error
   // naming the file when it is not a journal, is from a newer Forja, or cannot be opened.

@@ -68,6 +68,8 @@ class TestJournal : public QObject {
   void metricsMergeAndPoll();
   void deleteRunCascades();
   void markInterrupted();
+  void runningTimeLeavesOutTheGaps();
+  void metricsAsCsv();
   void chatsAndMessages();
   void twoConnectionsSeeEachOther();
   void secondWriterWaitsForFirst();
@@ -311,6 +313,57 @@ void TestJournal::markInterrupted() {
   QCOMPARE(j.run(d)->status, RunStatus::Interrupted);
   QVERIFY(j.run(d)->ended_at_ms);
   QCOMPARE(j.run(done)->status, RunStatus::Completed);
+}
+
+void TestJournal::runningTimeLeavesOutTheGaps() {
+  // A worker that dies, is noticed later and resumed later still: its running time is what it spent up to
+  // each stretch's last recorded step. The step times are the test's own, offsets from when each stretch
+  // began, so the real gaps (however long the machine takes) count for nothing.
+  QTemporaryDir dir;
+  Journal j(temp_file(dir, "journal.db"));
+  auto run = sample_run("resumed");
+  run.worker_pid = 3333;
+  const int64_t id = j.create_run(run);
+  const int64_t first = *j.run(id)->resumed_at_ms;
+  MetricPoint a = point(1, 2.0);
+  a.time_ms = first + 1500;
+  j.append_metrics(id, {a});
+  QCOMPARE(j.mark_interrupted([](int64_t) { return false; }), 1);
+  QCOMPARE(j.run(id)->active_ms, int64_t(1500));
+  QVERIFY(!j.run(id)->resumed_at_ms);
+  j.resume_run(id, 4444);
+  const int64_t second = *j.run(id)->resumed_at_ms;
+  QVERIFY(second >= first);
+  MetricPoint b = point(2, 1.5);
+  // After the first stretch's step, which the test dated ahead of the clock.
+  b.time_ms = std::max(second, a.time_ms) + 700;
+  j.append_metrics(id, {b});
+  // Dead again, and resumed before anyone marked it: the open stretch still ends at its last step.
+  j.resume_run(id, 5555);
+  QCOMPARE(j.run(id)->active_ms, 1500 + (b.time_ms - second));
+  const int64_t third = *j.run(id)->resumed_at_ms;
+  j.finish_run(id, RunStatus::Completed, 1.5, std::nullopt, "");
+  const auto done = *j.run(id);
+  QVERIFY(!done.resumed_at_ms);
+  // The last stretch ran from its resume to the finish, and nothing in between the stretches counted.
+  QCOMPARE(done.active_ms, 1500 + (b.time_ms - second) + (*done.ended_at_ms - third));
+  QCOMPARE(done.running_ms(*done.ended_at_ms + 100000), done.active_ms);
+}
+
+void TestJournal::metricsAsCsv() {
+  MetricPoint a = point(1, 2.5);
+  a.time_ms = 1000;
+  a.lr = 0.0002;
+  a.grad_norm = 1.0 / 3.0;
+  a.tokens_per_s = 800;
+  a.gpu_memory_bytes = 1 << 20;
+  MetricPoint b = point(2, std::nullopt);
+  b.time_ms = 2000;
+  b.eval_loss = 1.25;
+  QCOMPARE(forja::metrics_csv({a, b}),
+           std::string("step,time_ms,loss,eval_loss,lr,grad_norm,tokens_per_s,gpu_memory_bytes\n"
+                       "1,1000,2.5,,0.00020000000000000001,0.33333333333333331,800,1048576\n"
+                       "2,2000,,1.25,,,,\n"));
 }
 
 void TestJournal::chatsAndMessages() {

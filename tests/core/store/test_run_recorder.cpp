@@ -115,6 +115,65 @@ class TestRunRecorder : public QObject {
     QVERIFY(run->error_message.find("NaN") != std::string::npos);
   }
 
+  void aCompletedRunIsNeverRewritten() {
+    // Training a finished run's folder again is said and writes nothing: its metrics, final loss, end and
+    // running time stay as they were.
+    QTemporaryDir tmp;
+    const fs::path root = tmp.path().toStdString(), db = root / "journal.db", out = root / "run";
+    fs::create_directories(out);
+    auto say = [](const std::string&) {};
+    int64_t id = 0;
+    {
+      forja::RunRecorder rec(db, out, new_run("run"), say);
+      id = rec.id();
+      rec.start(0, {});
+      rec.step(progress(1, 2.0));
+      rec.step(progress(2, 1.5));
+      forja::TrainResult r;
+      r.steps_done = 2;
+      r.adapter_dir = (out / "adapter").string();
+      rec.done(r);
+    }
+    forja::Journal j(db);
+    const forja::RunRecord before = *j.run(id);
+    QCOMPARE(before.status, forja::RunStatus::Completed);
+    QVERIFY(forja::completed_run_in(j, out).has_value());
+    QCOMPARE(forja::completed_run_in(j, out)->id, id);
+    std::vector<std::string> said;
+    {
+      forja::RunRecorder again(db, out, new_run("run"), [&](const std::string& m) { said.push_back(m); });
+      QCOMPARE(again.id(), int64_t(0));
+      QVERIFY(again.already_completed() && again.already_completed()->id == id);
+      // The hooks of a run that resumes at its end: none of them reaches the row.
+      again.start(2, {});
+      forja::TrainResult r;
+      r.steps_done = 2;
+      again.done(r);
+    }
+    QCOMPARE(said.size(), size_t(1));
+    QVERIFY2(said[0].find("already completed (2 steps)") != std::string::npos &&
+                 said[0].find("new run") != std::string::npos,
+             said[0].c_str());
+    const forja::RunRecord after = *j.run(id);
+    QCOMPARE(after.status, forja::RunStatus::Completed);
+    QCOMPARE(after.final_loss, before.final_loss);
+    QCOMPARE(after.ended_at_ms, before.ended_at_ms);
+    QCOMPARE(after.active_ms, before.active_ms);
+    QCOMPARE(j.metrics(id).size(), size_t(2));
+    QCOMPARE(j.runs().size(), size_t(1));
+    // A folder of a run that can go on (stopped) is not "completed".
+    const fs::path other = root / "other";
+    fs::create_directories(other);
+    {
+      forja::RunRecorder rec(db, other, new_run("other"), say);
+      forja::TrainResult r;
+      r.outcome = forja::TrainOutcome::Paused;
+      rec.done(r);
+    }
+    QVERIFY(!forja::completed_run_in(j, other));
+    QVERIFY(!forja::completed_run_in(j, root / "nothing-here"));
+  }
+
   void markerThatIsNotOneIsKept() {
     QTemporaryDir tmp;
     const fs::path root = tmp.path().toStdString();
