@@ -93,7 +93,7 @@ int run_chat(Args& args) {
   throw Error("this forja-cli was built without the tokenizer, which chat needs for the chat template",
               "build with the tokenizer area, or use forja-cli generate --prompt-ids");
 #else
-  const std::string dir = args.positional(0, "<model-dir>");
+  const std::string dir = forja::cli::model_dir_arg(args, 0);
   GenerationConfig config = generation_config_from(args);
   if (!args.option("max-new")) config.max_new_tokens = 1024;  // a chat answer, not a benchmark
   ChatSession chat(dir, engine_options_from(args), args.option_or("template", ""));
@@ -140,8 +140,8 @@ int run_chat(Args& args) {
 
 FORJA_CLI_COMMAND(
     chat, "Chat with a model in the terminal (its chat template; optional LoRA adapter)",
-    "chat <model-dir> [--adapter DIR] [--system TEXT] [--template NAME] [--max-new N] "
+    "chat <model-dir|org/name> [--pull] [--adapter DIR] [--system TEXT] [--template NAME] [--max-new N] "
     "[--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S] "
     "[--device cpu|cuda] [--dtype fp32|bf16|fp16] [--base-quant none|nf4] [--max-context N] [--no-graphs]",
-    forja::cli::run_chat, {"no-graphs"});
+    forja::cli::run_chat, {"no-graphs", "pull"});
 FORJA_CLI_MORE_HELP(chat, forja::cli::chat_help);
