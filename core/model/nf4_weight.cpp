@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "forja/error.h"
 #include "weights.h"
@@ -50,8 +52,31 @@ at::Tensor midpoints(at::Device device) {
   return host_tensor_f32(m).to(device);
 }
 
+// Made once per CUDA device and kept: a decode step captured in a CUDA graph may not copy from the host.
+// Never freed, so that no CUDA tensor outlives the driver at exit.
 at::Tensor code_table(at::Device device) {
-  return host_tensor_f32(std::vector<float>(quant::kNf4Codes.begin(), quant::kNf4Codes.end())).to(device);
+  auto make = [&] {
+    return host_tensor_f32(std::vector<float>(quant::kNf4Codes.begin(), quant::kNf4Codes.end())).to(device);
+  };
+  if (!device.is_cuda()) return make();
+  static std::mutex mutex;
+  static auto* tables = new std::map<c10::DeviceIndex, at::Tensor>();
+  const std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& t = (*tables)[device.index()];
+  if (!t.defined()) t = make();
+  return t;
+}
+
+// A few values per layer (one per 64 weights): decoded on the host with core/quant's own fmaf, so that
+// every path agrees bit for bit with the kernels and the CPU reference.
+at::Tensor decode_absmax_on_host(const Nf4Weight& w) {
+  std::vector<int8_t> q = host_vector<int8_t>(w.absmax_q);
+  std::vector<float> scale = host_vector<float>(w.absmax_scale);
+  std::vector<float> out(q.size());
+  for (size_t b = 0; b < q.size(); ++b)
+    out[b] = quant::double_dequantize_absmax(q[b], scale[b / static_cast<size_t>(w.dq_block_size)],
+                                             w.absmax_offset);
+  return host_tensor_f32(out).to(w.device());
 }
 
 }  // namespace
@@ -68,15 +93,18 @@ int64_t Nf4Weight::blocks() const {
 
 at::Tensor Nf4Weight::decoded_absmax() const {
   if (!double_quant) return absmax;
-  // A few values per layer (one per 64 weights): decoded on the host with core/quant's own fmaf, so that
-  // every path agrees bit for bit with the kernels and the CPU reference.
-  std::vector<int8_t> q = host_vector<int8_t>(absmax_q);
-  std::vector<float> scale = host_vector<float>(absmax_scale);
-  std::vector<float> out(q.size());
-  for (size_t b = 0; b < q.size(); ++b)
-    out[b] =
-        quant::double_dequantize_absmax(q[b], scale[b / static_cast<size_t>(dq_block_size)], absmax_offset);
-  return host_tensor_f32(out).to(device());
+  // On a CUDA device the decoded values are kept (4 bytes per block): the host round trip below cannot run
+  // inside a CUDA graph's capture, and the first (eager) step fills the cache before any capture.
+  if (device().is_cuda()) {
+    const std::lock_guard<std::mutex> lock(decoded_cache->mutex);
+    DecodedCache& c = *decoded_cache;
+    if (!c.absmax.defined() || c.made_from != absmax_q.data_ptr()) {
+      c.absmax = decode_absmax_on_host(*this);
+      c.made_from = absmax_q.data_ptr();
+    }
+    return c.absmax;
+  }
+  return decode_absmax_on_host(*this);
 }
 
 int64_t Nf4Weight::bytes() const {

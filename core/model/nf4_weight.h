@@ -19,6 +19,8 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,13 +39,21 @@ struct Nf4Weight {
   at::Tensor absmax_q;      // int8 [blocks]
   at::Tensor absmax_scale;  // fp32 [ceil(blocks / dq_block_size)]
   float absmax_offset = 0.0f;
+  // Shared by the copies of one weight (the model's and the autograd holder's).
+  struct DecodedCache {
+    std::mutex mutex;
+    at::Tensor absmax;
+    const void* made_from = nullptr;  // absmax_q's storage: a copy given other codes decodes again
+  };
+  std::shared_ptr<DecodedCache> decoded_cache = std::make_shared<DecodedCache>();
 
   bool defined() const { return codes.defined(); }
   int64_t numel() const;
   int64_t blocks() const;
   at::Device device() const { return codes.device(); }
   // The absmax of every block as fp32 on the weight's device (decoded with core/quant's fused multiply-add
-  // when double-quantized).
+  // when double-quantized). On CUDA the decoded values are kept after the first call (4 bytes per block), so
+  // that the stock dequantize path copies nothing from the host inside a captured CUDA graph.
   at::Tensor decoded_absmax() const;
   // Bytes held on the device: codes plus the absmax (or its 8-bit form and scales).
   int64_t bytes() const;

@@ -303,6 +303,48 @@ void compare_decoders(const std::string& what, forja::ModelConfig c, bool graphs
               static_cast<long long>(steps));
 }
 
+// The stock LibTorch step (run with FORJA_KERNELS=off): the runner with CUDA graphs against the same model
+// stepped eagerly, teacher-forced. Capturing must work on every path that exists, the 4-bit base's
+// dequantize-then-GEMM included (it may copy nothing from the host inside a capture).
+void compare_stock_graphs(const std::string& what, forja::ModelConfig c, bool adapter, bool nf4) {
+  auto make = [&] {
+    forja::RandomWeights w(5, at::kBFloat16, kCuda);
+    if (nf4) w.set_nf4(forja::quant::Nf4Options{64, true, 256});
+    return forja::make_causal_lm(c, w);
+  };
+  const int64_t prompt_len = 30, steps = 40, ctx = prompt_len + steps + 8;
+  auto graphs = engine(make(), true, ctx), eager = engine(make(), false, ctx);
+  FORJA_CHECK(!graphs->decoder().decode_kernels_on(), "%s: FORJA_KERNELS=off left the decode kernels on",
+              what.c_str());
+  if (adapter) {
+    auto a = random_adapter(c);
+    graphs->decoder().set_adapter(a);
+    eager->decoder().set_adapter(a);
+  }
+  std::vector<int64_t> prompt;
+  for (int64_t i = 0; i < prompt_len; ++i) prompt.push_back(3 + (i * 37) % (c.vocab_size - 3));
+  at::Tensor l = eager->decoder().prefill(at::tensor(prompt), 0);
+  graphs->decoder().prefill(at::tensor(prompt), 0);
+  int32_t token = static_cast<int32_t>(l.argmax().item<int64_t>());
+  double worst = 0;
+  int agree = 0;
+  for (int64_t i = 0; i < steps; ++i) {
+    auto a = graphs->runner().step(token, prompt_len + i);
+    at::Tensor la = a.logits.clone();
+    auto b = eager->runner().step(token, prompt_len + i);
+    worst = std::max(worst, forja_test::relative_error(la, b.logits));
+    agree += a.best == b.best;
+    token = b.best;
+  }
+  std::printf("%-44s stock, graphs %lld captured: worst rel. logits error %.2e, same argmax %d/%lld\n",
+              what.c_str(), static_cast<long long>(graphs->runner().graph_count()), worst, agree,
+              static_cast<long long>(steps));
+  FORJA_CHECK(graphs->runner().graph_count() > 0, "%s: no CUDA graph was captured", what.c_str());
+  FORJA_CHECK(worst <= 1e-2, "%s: graphs vs eager logits differ by %g (relative)", what.c_str(), worst);
+  FORJA_CHECK(agree == steps, "%s: argmax agreed on %d of %lld steps", what.c_str(), agree,
+              static_cast<long long>(steps));
+}
+
 // With FORJA_DECODE_PROFILE=<trace.json>: a TinyLlama-1.1B-shaped model (random weights), the time per greedy
 // step through the runner (CUDA graphs on), and a Kineto trace of 20 steps for bench/gpu/decode.sh to sum up.
 void profile_tinyllama(const char* path) {
@@ -340,9 +382,19 @@ void profile_tinyllama(const char* path) {
 
 int main() {
   if (!torch::cuda::is_available()) forja_test::skip("no CUDA GPU visible (or this LibTorch has no CUDA)");
-  if (!forja::infer::decode_kernels::compiled_in()) forja_test::skip("this build has no kernels/decode");
   at::NoGradGuard no_grad;
   at::manual_seed(0);
+  if (const char* k = std::getenv("FORJA_KERNELS"); k && std::string(k) == "off") {
+    forja::ModelConfig c = forja::parse_model_config(forja_test::fixture_dir("llama") / "config.json");
+    c.hidden_size = 256, c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 64, c.intermediate_size = 768;
+    c.num_layers = 3, c.max_position_embeddings = 1024;
+    compare_stock_graphs("llama d64 bf16", c, false, false);
+    compare_stock_graphs("llama d64 bf16 + adapter", c, true, false);
+    compare_stock_graphs("llama d64 4-bit base", c, false, true);
+    compare_stock_graphs("llama d64 4-bit base + adapter", c, true, true);
+    return forja_test::finish("gpu decode, stock path (FORJA_KERNELS=off)");
+  }
+  if (!forja::infer::decode_kernels::compiled_in()) forja_test::skip("this build has no kernels/decode");
   if (const char* path = std::getenv("FORJA_DECODE_PROFILE")) {
     profile_tinyllama(path);
     return forja_test::finish("gpu decode kernels (profile only)");
