@@ -6,8 +6,15 @@
 
 #include <torch/version.h>
 
+#if FORJA_DIST_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 #if FORJA_DIST_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -21,5 +28,6 @@ using Collectives = c10d::ProcessGroup;
 #endif
 
 inline constexpr bool kHasNccl = FORJA_DIST_NCCL != 0;
+inline constexpr bool kHasGloo = FORJA_DIST_GLOO != 0;
 
 }  // namespace forja::dist::compat

@@ -140,6 +140,7 @@ std::unique_ptr<train::DataParallel> connect(const DistEnv& env, Backend backend
           "Build with a LibTorch that has CUDA and NCCL's headers (nccl.h), or train on the CPU (--nproc).");
 #endif
     }
+#if FORJA_DIST_GLOO
     auto options = c10d::ProcessGroupGloo::Options::create(env.timeout);
     // Loopback when the run is on this machine; across machines the interface GLOO_SOCKET_IFNAME names (as
     // torch.distributed reads it), else the address this machine's hostname resolves to.
@@ -150,6 +151,11 @@ std::unique_ptr<train::DataParallel> connect(const DistEnv& env, Backend backend
                                                    : c10d::ProcessGroupGloo::createDefaultDevice());
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, options);
     return std::make_unique<C10dDataParallel>(store, pg, env, at::Device(at::kCPU));
+#else
+    // The PyTorch wheel's LibTorch ships no Gloo headers: there the ranks of a run are GPUs only.
+    throw Error("this build of Forja has no Gloo process group, so ranks on CPUs cannot run",
+                "Train on GPUs (--gpus N), or build with a LibTorch that has Gloo (Debian: libgloo-dev).");
+#endif
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
