@@ -12,9 +12,15 @@
 #include "causal_lm.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
+#include "forja/ggml_quant.h"
 #include "lora_peft.h"
 #if FORJA_EXPORT_HAS_GGUF
 #include "gguf_export.h"
+#endif
+#include "gguf_lora.h"
+#if FORJA_EXPORT_HAS_GGUF
+#include "forja/ollama.h"
+#include "forja/tokenizer.h"
 #endif
 
 namespace forja {
@@ -84,7 +90,10 @@ void check_destination(const ExportOptions& o) {
     // A Hugging Face folder of the base alone would be a copy; a GGUF file of it is a conversion.
     throw Error("a Hugging Face export merges an adapter: none was given",
                 "Give the adapter folder to merge.");
-  if (o.format == ExportFormat::Gguf) {
+  if (o.format == ExportFormat::GgufLora && !o.adapter_dir)
+    throw Error("a GGUF LoRA export writes an adapter: none was given",
+                "Give the adapter folder (--adapter).");
+  if (o.format == ExportFormat::Gguf || o.format == ExportFormat::GgufLora) {
     if (o.out.extension() != ".gguf")
       throw Error(o.out.string() + ": a GGUF export is one file named *.gguf",
                   "Give a path ending in .gguf.");
@@ -148,7 +157,9 @@ ExportResult write_hf_folder(CausalLM& model, const ExportOptions& o,
 ExportFormat export_format_from_name(const std::string& name) {
   if (name == "hf") return ExportFormat::HfFolder;
   if (name == "gguf") return ExportFormat::Gguf;
-  throw Error("the export format is hf or gguf, not '" + name + "'");
+  if (name == "gguf-lora") return ExportFormat::GgufLora;
+  if (name == "ollama") return ExportFormat::Ollama;
+  throw Error("the export format is hf, gguf, gguf-lora or ollama, not '" + name + "'");
 }
 
 bool gguf_export_available() {
@@ -158,19 +169,57 @@ bool gguf_export_available() {
 ExportResult export_model(const ExportOptions& o, const std::function<void(const ExportProgress&)>& progress,
                           const std::function<bool()>& cancelled) {
   check_destination(o);
-  const bool gguf = o.format == ExportFormat::Gguf;
+  if (o.format == ExportFormat::GgufLora) {
+    if (o.dtype && *o.dtype != "fp32")
+      throw Error("a GGUF LoRA adapter is written in fp32, not " + *o.dtype, "Leave out --dtype.");
+    if (o.base_nf4)
+      throw Error("a GGUF LoRA adapter applies to the base GGUF file as it is, not to an NF4 base",
+                  "Export the merged model instead (--merge --format gguf --base-quant nf4).");
+    if (progress) progress({ExportProgress::Stage::Writing, 0, 1});
+    if (auto parent = o.out.parent_path(); !parent.empty()) fs::create_directories(parent);
+    ExportResult r;
+    r.bytes = exporter::write_gguf_lora(o.model_dir, *o.adapter_dir, o.out,
+                                        !o.name.empty() ? o.name : o.adapter_dir->filename().string());
+    r.files = 1;
+    if (progress) progress({ExportProgress::Stage::Writing, 1, 1});
+    return r;
+  }
+  const bool ollama = o.format == ExportFormat::Ollama;
+  const bool gguf = o.format == ExportFormat::Gguf || ollama;
   if (gguf && !gguf_export_available())
     throw Error("this build has no tokenizer area, so it cannot write GGUF",
                 "Build with the tokenizer (PCRE2 and sentencepiece's development files).");
   LoadOptions lo;
   std::optional<at::ScalarType> out_dtype;
-  if (o.dtype) out_dtype = parse_dtype_name(*o.dtype);
+  quant::GgufFileType gguf_type = quant::GgufFileType::F16;
+  if (gguf && o.dtype) {
+    const auto t = quant::gguf_file_type_from_name(*o.dtype);
+    if (!t)
+      throw Error("a GGUF file is not written in '" + *o.dtype + "'",
+                  "Use fp32, fp16, bf16, q8_0, q6_k, q5_k_m, q4_k_m or q4_0.");
+    gguf_type = *t;
+  } else if (o.dtype) {
+    if (const auto t = quant::gguf_file_type_from_name(*o.dtype); t && quant::is_quantized_file_type(*t))
+      throw Error("a Hugging Face folder holds fp32, bf16 or fp16 weights, not " + *o.dtype,
+                  "Quantized types are llama.cpp's: add --format gguf.");
+    out_dtype = parse_dtype_name(*o.dtype);
+  }
   if (!gguf) lo.dtype = out_dtype;  // GGUF: merged in the checkpoint's dtype, written in `dtype`
   if (o.base_nf4) {
     lo.dtype = lo.dtype.value_or(at::kBFloat16);
     lo.nf4 = quant::Nf4Options{};
     lo.nf4->double_quant = o.nf4_double_quant;
   }
+#if FORJA_EXPORT_HAS_GGUF
+  // The Modelfile's template is known (or refused) before anything is loaded.
+  std::optional<OllamaTemplate> ollama_tpl;
+  if (ollama) {
+    const Tokenizer tok = Tokenizer::load(o.model_dir.string());
+    const TokenizerInfo& info = tok.info();
+    ollama_tpl = ollama_template(ChatTemplate::for_tokenizer(tok), info.bos_token.value_or(""),
+                                 info.eos_token.value_or(""));
+  }
+#endif
   if (progress) progress({ExportProgress::Stage::Loading, 0, 0});
   auto model = load_causal_lm(o.model_dir, lo);
   if (cancelled && cancelled()) throw_cancelled(o.out);
@@ -188,11 +237,7 @@ ExportResult export_model(const ExportOptions& o, const std::function<void(const
   ExportResult result;
   if (gguf) {
 #if FORJA_EXPORT_HAS_GGUF
-    const at::ScalarType t = out_dtype.value_or(at::kHalf);
-    const auto type = t == at::kFloat  ? io::GgufType::F32
-                      : t == at::kHalf ? io::GgufType::F16
-                                       : io::GgufType::BF16;
-    if (auto parent = o.out.parent_path(); !parent.empty()) fs::create_directories(parent);
+    if (auto parent = o.out.parent_path(); !parent.empty() && !ollama) fs::create_directories(parent);
     const std::string name =
         !o.name.empty() ? o.name
                         : o.model_dir.filename().string() +
@@ -201,8 +246,27 @@ ExportResult export_model(const ExportOptions& o, const std::function<void(const
       if (cancelled && cancelled()) throw_cancelled(o.out);
       if (progress) progress({ExportProgress::Stage::Writing, index, count});
     };
-    result.bytes = exporter::write_gguf(*model, o.model_dir, o.out, type, name, on_tensor, &result.notes);
-    result.files = 1;
+    if (ollama) {
+      // The folder is staged beside `out` and renamed into place whole.
+      const fs::path target = fs::absolute(o.out).lexically_normal();
+      StagingGuard staging{stage_folder(target)};
+      result.bytes = exporter::write_gguf(*model, o.model_dir, staging.path / "model.gguf", gguf_type, name,
+                                          on_tensor, &result.notes);
+      const std::string modelfile = ollama_modelfile("model.gguf", *ollama_tpl, o.system_prompt);
+      write_file_atomic(staging.path / "Modelfile", modelfile);
+      if (cancelled && cancelled()) throw_cancelled(o.out);
+      publish_folder(staging.path, target);
+      staging.path.clear();
+      result.bytes += modelfile.size();
+      result.files = 2;
+      result.notes.push_back("the chat template is " + ollama_tpl->family +
+                             "'s; create the model with: ollama create NAME -f " +
+                             (o.out / "Modelfile").string());
+    } else {
+      result.bytes =
+          exporter::write_gguf(*model, o.model_dir, o.out, gguf_type, name, on_tensor, &result.notes);
+      result.files = 1;
+    }
 #endif
   } else {
     result = write_hf_folder(*model, o, progress, cancelled);

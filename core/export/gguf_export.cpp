@@ -9,6 +9,7 @@
 
 #include "causal_lm.h"
 #include "forja/error.h"
+#include "forja/ggml_quant.h"
 #include "forja/tokenizer.h"
 #include "tokenizer/gguf_vocab.h"
 
@@ -79,7 +80,7 @@ void add_gpt2_tensors(const ModelConfig& c, Take&& take, Add&& add) {
 }  // namespace
 
 uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::path& out_file,
-                    io::GgufType type, const std::string& name, const GgufTensorHook& on_tensor,
+                    quant::GgufFileType file_type, const std::string& name, const GgufTensorHook& on_tensor,
                     std::vector<std::string>* notes) {
   const ModelConfig& c = model.config();
   const std::string arch = c.family == Family::Qwen2 ? "qwen2" : c.family == Family::Gpt2 ? "gpt2" : "llama";
@@ -90,9 +91,9 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   io::GgufWriter w;
   w.set("general.architecture", arch);
   w.set("general.name", name);
-  w.set("general.file_type", uint32_t{type == io::GgufType::F32   ? 0u
-                                      : type == io::GgufType::F16 ? 1u
-                                                                  : 32u});  // llama_ftype
+  w.set("general.file_type", static_cast<uint32_t>(file_type));  // llama_ftype
+  const bool quantized = quant::is_quantized_file_type(file_type);
+  if (quantized) w.set("general.quantization_version", uint32_t{2});  // ggml's GGML_QNT_VERSION
   // llama.cpp's "llama" architecture attends to the whole context: a sliding-window model (Mistral v0.1) is
   // only the same model within its window, so that is the context the file declares.
   int64_t context = c.max_position_embeddings;
@@ -166,19 +167,38 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
     if (it == p.end()) throw Error("GGUF export: the model has no parameter " + hf);
     return it->second;
   };
-  // Matrices in the chosen type; norms, biases and the RoPE factors in F32, as llama.cpp's converter does.
+  // The tensors are gathered first: a quantized mix picks each one's type knowing them all (is the LM head
+  // tied, how many layers).
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
   auto add = [&](const std::string& gguf_name, at::Tensor t) {
-    const io::GgufType tt = t.dim() == 1 ? io::GgufType::F32 : type;
-    const size_t index = w.tensor_count();
-    w.add_tensor({gguf_name, t.sizes().vec(), tt, [t, tt, index, &on_tensor, &w] {
-                    if (on_tensor) on_tensor(index, w.tensor_count());
-                    return bytes_of(t, tt);
-                  }});
+    tensors.emplace_back(gguf_name, std::move(t));
+  };
+  // Matrices in the chosen type; norms, biases and the RoPE factors in F32, as llama.cpp's converter does. A
+  // quantized file takes llama-quantize's type for each tensor, quantized from its fp32 values one tensor at
+  // a time on all cores.
+  auto write = [&] {
+    std::vector<quant::MixTensor> mix;
+    for (const auto& [n, t] : tensors) mix.push_back({n, t.sizes().vec()});
+    const std::vector<io::GgufType> types = quant::assign_quant_types(file_type, mix, c.num_layers);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const at::Tensor t = tensors[i].second;
+      const io::GgufType tt = types[i];
+      const std::string tname = tensors[i].first;
+      w.add_tensor({tname, t.sizes().vec(), tt, [t, tt, i, tname, quantized, &on_tensor, &w] {
+                      if (on_tensor) on_tensor(i, w.tensor_count());
+                      if (!quantized || tt == io::GgufType::F32) return bytes_of(t, tt);
+                      const at::Tensor f = t.detach().to(at::kCPU).to(at::kFloat).contiguous();
+                      const int64_t cols = f.size(-1);
+                      return quant::quantize_rows(tt, {f.data_ptr<float>(), static_cast<size_t>(f.numel())},
+                                                  f.numel() / cols, cols, "GGUF tensor " + tname);
+                    }});
+    }
+    w.write(out_file);
+    return fs::file_size(out_file);
   };
   if (arch == "gpt2") {
     add_gpt2_tensors(c, take, add);
-    w.write(out_file);
-    return fs::file_size(out_file);
+    return write();
   }
   add("token_embd.weight", take("model.embed_tokens.weight"));
   if (c.rope.type == "llama3") add("rope_freqs.weight", llama3_rope_factors(c.rope, c.head_dim));
@@ -211,8 +231,7 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   }
   add("output_norm.weight", take("model.norm.weight"));
   if (!c.tie_word_embeddings) add("output.weight", take("lm_head.weight"));
-  w.write(out_file);
-  return fs::file_size(out_file);
+  return write();
 }
 
 }  // namespace forja::exporter

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "forja/ggml_quant.h"
 #include "forja/gguf.h"
 
 namespace forja {
@@ -24,11 +25,13 @@ using GgufTensorHook = std::function<void(size_t index, size_t count)>;
 // (Conv1D weights transposed); a byte-level BPE tokenizer.json whose pre-tokenizer llama.cpp knows by name
 // (Llama 3, Qwen2, SmolLM, GPT-2) as its "gpt2" tokenizer, or a SentencePiece BPE tokenizer.model (Llama 2,
 // Mistral, TinyLlama) as its "llama" one. Anything else is a forja::Error saying what is not supported.
-// Matrices go in `type`, norms and biases in F32. What the user should know about the file (a context
-// length cut to a sliding window) goes to `notes`. Returns the bytes written.
+// Matrices go in `file_type` (F32, F16, BF16; a quantized type: llama-quantize's mix, forja/ggml_quant.h),
+// norms and biases in F32. What the user should know about the file (a context length cut to a sliding
+// window) goes to `notes`. Returns the bytes written.
 uint64_t write_gguf(const CausalLM& model, const std::filesystem::path& model_dir,
-                    const std::filesystem::path& out_file, io::GgufType type, const std::string& name,
-                    const GgufTensorHook& on_tensor = {}, std::vector<std::string>* notes = nullptr);
+                    const std::filesystem::path& out_file, quant::GgufFileType file_type,
+                    const std::string& name, const GgufTensorHook& on_tensor = {},
+                    std::vector<std::string>* notes = nullptr);
 
 }  // namespace exporter
 }  // namespace forja

@@ -156,8 +156,76 @@ GgufValue get_value(In& in, const std::string& key) {
 
 }  // namespace
 
-size_t gguf_type_size(GgufType t) {
-  return t == GgufType::F32 ? 4 : 2;
+bool gguf_type_known(uint32_t t) {
+  switch (static_cast<GgufType>(t)) {
+    case GgufType::F32:
+    case GgufType::F16:
+    case GgufType::BF16:
+    case GgufType::Q4_0:
+    case GgufType::Q5_0:
+    case GgufType::Q5_1:
+    case GgufType::Q8_0:
+    case GgufType::Q4_K:
+    case GgufType::Q5_K:
+    case GgufType::Q6_K:
+      return true;
+  }
+  return false;
+}
+
+int64_t gguf_block_values(GgufType t) {
+  switch (t) {
+    case GgufType::F32:
+    case GgufType::F16:
+    case GgufType::BF16:
+      return 1;
+    case GgufType::Q4_0:
+    case GgufType::Q5_0:
+    case GgufType::Q5_1:
+    case GgufType::Q8_0:
+      return 32;
+    case GgufType::Q4_K:
+    case GgufType::Q5_K:
+    case GgufType::Q6_K:
+      return 256;
+  }
+  throw Error("GGUF: unknown tensor type " + std::to_string(static_cast<uint32_t>(t)));
+}
+
+size_t gguf_block_bytes(GgufType t) {
+  switch (t) {
+    case GgufType::F32:
+      return 4;
+    case GgufType::F16:
+    case GgufType::BF16:
+      return 2;
+    case GgufType::Q4_0:
+      return 18;
+    case GgufType::Q5_0:
+      return 22;
+    case GgufType::Q5_1:
+      return 24;
+    case GgufType::Q8_0:
+      return 34;
+    case GgufType::Q4_K:
+      return 144;
+    case GgufType::Q5_K:
+      return 176;
+    case GgufType::Q6_K:
+      return 210;
+  }
+  throw Error("GGUF: unknown tensor type " + std::to_string(static_cast<uint32_t>(t)));
+}
+
+uint64_t gguf_tensor_bytes(GgufType t, const std::vector<int64_t>& shape) {
+  if (shape.empty()) return 0;
+  const int64_t block = gguf_block_values(t);
+  if (shape.back() % block != 0) return 0;
+  uint64_t n = static_cast<uint64_t>(shape.back() / block) * gguf_block_bytes(t);
+  // A table read from a file may multiply past 64 bits: saturate, so that it reads as too big, not small.
+  for (size_t i = 0; i + 1 < shape.size(); ++i)
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(shape[i]), &n)) return UINT64_MAX;
+  return n;
 }
 
 void GgufWriter::set(const std::string& key, GgufValue value) {
@@ -174,9 +242,7 @@ void GgufWriter::add_tensor(GgufTensor tensor) {
 }
 
 uint64_t GgufTensor::nbytes() const {
-  uint64_t n = gguf_type_size(type);
-  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
-  return n;
+  return gguf_tensor_bytes(type, shape);
 }
 
 void GgufWriter::write(const std::filesystem::path& path) const {
@@ -192,6 +258,9 @@ void GgufWriter::write(const std::filesystem::path& path) const {
   uint64_t offset = 0;
   for (const auto& t : tensors_) {
     if (t.shape.empty()) throw Error(path.string() + ": tensor " + t.name + " has no shape");
+    if (t.shape.back() % gguf_block_values(t.type) != 0)
+      throw Error(path.string() + ": tensor " + t.name + "'s rows (" + std::to_string(t.shape.back()) +
+                  " values) are not whole blocks of its type");
     o.str(t.name);
     o.put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
     for (auto d = t.shape.rbegin(); d != t.shape.rend(); ++d) o.put<uint64_t>(static_cast<uint64_t>(*d));
@@ -249,13 +318,16 @@ GgufFile read_gguf(const std::filesystem::path& path) {
   for (auto& t : f.tensors) {
     if (t.offset % alignment != 0) in.fail("tensor " + t.name + " is not aligned");
     t.offset += data_start;
-    // The types Forja writes have a known size; any other (a quantized type) is not bounds-checked here.
-    const bool known = t.type == static_cast<uint32_t>(GgufType::F32) ||
-                       t.type == static_cast<uint32_t>(GgufType::F16) ||
-                       t.type == static_cast<uint32_t>(GgufType::BF16);
-    uint64_t bytes = known ? gguf_type_size(static_cast<GgufType>(t.type)) : 0;
-    for (int64_t d : t.shape) bytes *= static_cast<uint64_t>(d);
-    if (t.offset > data.size() || bytes > data.size() - t.offset)
+    // The types Forja writes have a known size; any other (IQ types, ...) is not bounds-checked here.
+    if (gguf_type_known(t.type)) {
+      for (int64_t d : t.shape)
+        if (d < 0 || d > (int64_t{1} << 40))
+          in.fail("tensor " + t.name + " has a dimension of " + std::to_string(d));
+      t.nbytes = gguf_tensor_bytes(static_cast<GgufType>(t.type), t.shape);
+      if (t.shape.back() % gguf_block_values(static_cast<GgufType>(t.type)) != 0)
+        in.fail("tensor " + t.name + "'s rows are not whole blocks of its type");
+    }
+    if (t.offset > data.size() || t.nbytes > data.size() - t.offset)
       in.fail("tensor " + t.name + " lies outside the file");
   }
   return f;

@@ -14,21 +14,26 @@
 
 namespace forja {
 
-enum class ExportFormat { HfFolder, Gguf };
+// GgufLora: the adapter alone, as a GGUF LoRA adapter for llama.cpp's --lora (Ollama's ADAPTER) beside the
+// base model's GGUF file.
+// Ollama: a folder with the GGUF file (model.gguf, in `dtype`) and a Modelfile (forja/ollama.h).
+enum class ExportFormat { HfFolder, Gguf, GgufLora, Ollama };
 
 struct ExportOptions {
   std::filesystem::path model_dir;                   // the base model's Hugging Face folder
   std::optional<std::filesystem::path> adapter_dir;  // merged into the weights; required for a HfFolder
   std::filesystem::path out;                         // a new or empty folder, or a new file named *.gguf
   ExportFormat format = ExportFormat::HfFolder;
-  // "fp32", "bf16" or "fp16". Unset: the checkpoint's own dtype (HfFolder; bf16 with base_nf4) or fp16
-  // (Gguf).
+  // "fp32", "bf16" or "fp16"; for Gguf also llama.cpp's quantized file types "q8_0", "q6_k", "q5_k_m",
+  // "q4_k_m", "q4_0" (any case), with llama-quantize's type per tensor and its blocks byte for byte
+  // (forja/ggml_quant.h). Unset: the checkpoint's own dtype (HfFolder; bf16 with base_nf4) or fp16 (Gguf).
   std::optional<std::string> dtype;
   // The adapter was trained by QLoRA: the base is quantized to NF4 as training had it, and the adapter merged
   // into its dequantized weights.
   bool base_nf4 = false;
   bool nf4_double_quant = true;  // as the training config's nf4_double_quant
   std::string name;              // GGUF general.name; empty: the model's folder name (+ the adapter's)
+  std::optional<std::string> system_prompt;  // Ollama: the Modelfile's SYSTEM
 };
 
 struct ExportProgress {
@@ -43,7 +48,7 @@ struct ExportResult {
   std::vector<std::string> notes;  // what the user should know about the result
 };
 
-// "hf" or "gguf"; anything else is a forja::Error.
+// "hf", "gguf", "gguf-lora" or "ollama"; anything else is a forja::Error.
 ExportFormat export_format_from_name(const std::string& name);
 // Whether this build writes GGUF (it needs the tokenizer area).
 bool gguf_export_available();

@@ -22,9 +22,27 @@
 
 namespace forja::io {
 
-// The ggml tensor types Forja writes.
-enum class GgufType : uint32_t { F32 = 0, F16 = 1, BF16 = 30 };
-size_t gguf_type_size(GgufType t);
+// The ggml tensor types Forja writes (ggml's enum values): the float ones and the block-quantized ones of
+// llama-quantize's mixes (forja/ggml_quant.h has their layouts).
+enum class GgufType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  BF16 = 30
+};
+// Whether `t` (a raw ggml type number) is one of those.
+bool gguf_type_known(uint32_t t);
+// Values per block (1 for the float types) and bytes per block.
+int64_t gguf_block_values(GgufType t);
+size_t gguf_block_bytes(GgufType t);
+// Bytes of a tensor of `shape` (PyTorch order) in `t`; 0 when its rows do not fill whole blocks.
+uint64_t gguf_tensor_bytes(GgufType t, const std::vector<int64_t>& shape);
 
 // A metadata value: the scalar and array kinds the llama.cpp loader reads.
 using GgufValue = std::variant<uint32_t, int32_t, float, bool, std::string, uint64_t,
@@ -67,6 +85,7 @@ struct GgufFile {
     std::vector<int64_t> shape;  // PyTorch order
     uint32_t type = 0;
     uint64_t offset = 0;  // absolute, in the file
+    uint64_t nbytes = 0;  // of a known type (gguf_type_known); 0 for another
   };
   std::vector<Tensor> tensors;
 };

@@ -5,6 +5,9 @@
 // them; then llama.cpp's greedy continuations are compared with transformers' (the fixtures' gen_output) and
 // with Forja's own, and its token ids of texts with Forja's tokenizer. The file's own structure is checked
 // with Forja's reader: the metadata llama.cpp reads, and the q/k rows reordered for its RoPE.
+// Quantized files (--dtype q8_0 ... q4_k_m) against quant_expected.json (make_quant_fixtures.sh): every
+// tensor's type and bytes are those llama.cpp's quantizer made from the fp32 file, and the file is the one
+// llama.cpp ran.
 #include <QCryptographicHash>
 #include <QProcess>
 #include <QtTest>
@@ -16,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +39,75 @@ const fs::path kDemo = fs::path(FORJA_SOURCE_DIR) / "resources" / "demo" / "mode
 json expected() {
   std::ifstream in(kGgufFixtures / "expected.json");
   return json::parse(in);
+}
+
+json quant_expected() {
+  std::ifstream in(kGgufFixtures / "quant_expected.json");
+  return json::parse(in);
+}
+
+// make_synthetic_model.py's model (the same hash of index and name, the same values): a Llama with rows of
+// 256 and 512 values, so that the K types' super-blocks are used.
+void write_synthetic_model(const fs::path& dir) {
+  constexpr int64_t hidden = 256, mlp = 512, layers = 4, heads = 4, kv_heads = 2, vocab = 320;
+  constexpr int64_t head_dim = hidden / heads;
+  json config = json::parse(std::ifstream(forja_test::fixture_dir("llama") / "config.json"));
+  config.update({{"hidden_size", hidden},
+                 {"intermediate_size", mlp},
+                 {"num_hidden_layers", layers},
+                 {"num_attention_heads", heads},
+                 {"num_key_value_heads", kv_heads},
+                 {"head_dim", head_dim},
+                 {"vocab_size", vocab},
+                 {"tie_word_embeddings", false},
+                 {"dtype", "float32"}});
+  std::ofstream(dir / "config.json") << config.dump(2);
+  std::vector<std::pair<std::string, std::vector<int64_t>>> specs = {
+      {"model.embed_tokens.weight", {vocab, hidden}}};
+  for (int64_t l = 0; l < layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    specs.push_back({p + "input_layernorm.weight", {hidden}});
+    specs.push_back({p + "self_attn.q_proj.weight", {heads * head_dim, hidden}});
+    specs.push_back({p + "self_attn.k_proj.weight", {kv_heads * head_dim, hidden}});
+    specs.push_back({p + "self_attn.v_proj.weight", {kv_heads * head_dim, hidden}});
+    specs.push_back({p + "self_attn.o_proj.weight", {hidden, heads * head_dim}});
+    specs.push_back({p + "post_attention_layernorm.weight", {hidden}});
+    specs.push_back({p + "mlp.gate_proj.weight", {mlp, hidden}});
+    specs.push_back({p + "mlp.up_proj.weight", {mlp, hidden}});
+    specs.push_back({p + "mlp.down_proj.weight", {hidden, mlp}});
+  }
+  specs.push_back({"model.norm.weight", {hidden}});
+  specs.push_back({"lm_head.weight", {vocab, hidden}});
+  std::vector<std::vector<float>> data;
+  std::vector<forja::io::TensorToWrite> out;
+  for (const auto& [name, shape] : specs) {
+    uint32_t seed = 0x811C9DC5u;
+    for (unsigned char ch : name) seed = (seed ^ ch) * 0x01000193u;
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t x = static_cast<uint32_t>(i) * 0x9E3779B1u + seed * 0x85EBCA77u;
+      x ^= x >> 15;
+      x *= 0x2C1B3C6Du;
+      x ^= x >> 12;
+      x *= 0x297A2D39u;
+      x ^= x >> 15;
+      const double u = static_cast<double>(x >> 8) * (1.0 / 16777216.0) - 0.5;
+      const double value = shape.size() == 1     ? 1.0 + 0.125 * u
+                           : (i / 256) % 97 == 5 ? 0.0
+                           : i % 61 == 0         ? 0.375 * u
+                                                 : 0.0625 * u;
+      v[static_cast<size_t>(i)] = static_cast<float>(value);
+    }
+    data.push_back(std::move(v));
+  }
+  for (size_t i = 0; i < specs.size(); ++i)
+    out.push_back({specs[i].first,
+                   forja::io::DType::F32,
+                   specs[i].second,
+                   {reinterpret_cast<const uint8_t*>(data[i].data()), data[i].size() * 4}});
+  forja::io::write_safetensors(dir / "model.safetensors", out);
 }
 
 // Runs forja-cli; returns its standard output, or fails the test with its error output.
@@ -219,6 +292,184 @@ class TestGgufExport : public QObject {
                                   hf.begin() + static_cast<std::ptrdiff_t>(prompt.size() + same)));
   }
 
+  void quantizedFilesAreLlamaQuantizes_data() {
+    QTest::addColumn<QString>("model");  // tests/fixtures/models/<model>, or the synthetic one
+    QTest::addColumn<QString>("type");   // --dtype
+    for (const char* model : {"llama", "qwen2", "smollm", "gpt2", "synthetic"})
+      for (const char* type : {"q8_0", "q4_0", "q6_k", "q5_k_m", "q4_k_m"})
+        QTest::newRow((std::string(model) + " " + type).c_str()) << model << type;
+  }
+
+  void quantizedFilesAreLlamaQuantizes() {
+    QFETCH(QString, model);
+    QFETCH(QString, type);
+    const json rec = quant_expected()["models"][model.toStdString()];
+    QVERIFY(!rec.is_null());
+    QTemporaryDir tmp;
+    const fs::path dir = fs::path(tmp.path().toStdString()) / model.toStdString();
+    fs::create_directories(dir);
+    const bool synthetic = model == "synthetic";
+    if (synthetic) {
+      write_synthetic_model(dir);
+    } else {
+      for (const auto& e : fs::directory_iterator(forja_test::fixture_dir(model.toStdString())))
+        if (e.path().filename() != "expected.safetensors") fs::copy_file(e.path(), dir / e.path().filename());
+    }
+    const fs::path tok = kGgufFixtures /
+                         (model == "qwen2" || model == "smollm" ? "qwen2_bpe_320"
+                          : model == "gpt2"                     ? "gpt2_bpe_320"
+                                                                : "llama3_bpe_320") /
+                         "tokenizer.json";
+    fs::copy_file(tok, dir / "tokenizer.json");
+    const fs::path file = dir.string() + ".gguf";
+    // The type's name in any case (Q4_K_M as llama.cpp writes it).
+    const QString dtype = model == "llama" ? type.toUpper() : type;
+    QVERIFY(!cli({QStringLiteral("export"), QString::fromStdString(dir.string()), QStringLiteral("--format"),
+                  QStringLiteral("gguf"), QStringLiteral("--dtype"), dtype, QStringLiteral("--out"),
+                  QString::fromStdString(file.string())})
+                 .isEmpty());
+
+    // Each tensor: llama-quantize's type, and its bytes.
+    const json ref = rec["llama_quantize"][type.toStdString()];
+    const forja::io::GgufFile g = forja::io::read_gguf(file);
+    QCOMPARE(std::get<uint32_t>(g.metadata.at("general.file_type")), ref["file_type"].get<uint32_t>());
+    QCOMPARE(std::get<uint32_t>(g.metadata.at("general.quantization_version")), 2u);
+    QCOMPARE(g.tensors.size(), ref["tensors"].size());
+    std::ifstream in(file, std::ios::binary);
+    QStringList wrong;
+    std::set<uint32_t> types;
+    for (const auto& t : g.tensors) {
+      const json& want = ref["tensors"][t.name];
+      if (want.is_null()) {
+        wrong << QString::fromStdString(t.name + " (not in llama-quantize's file)");
+        continue;
+      }
+      types.insert(t.type);
+      std::string bytes(t.nbytes, '\0');
+      in.seekg(static_cast<std::streamoff>(t.offset));
+      in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      const QString sha = QString::fromLatin1(
+          QCryptographicHash::hash(QByteArray::fromStdString(bytes), QCryptographicHash::Sha256).toHex());
+      if (t.type != want[0].get<uint32_t>())
+        wrong << QString::fromStdString(t.name + ": type " + std::to_string(t.type) + ", llama-quantize's " +
+                                        std::to_string(want[0].get<uint32_t>()));
+      else if (sha.toStdString() != want[1].get<std::string>())
+        wrong << QString::fromStdString(t.name + ": other bytes than llama-quantize's");
+    }
+    QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join("; ")));
+    // The synthetic model's rows fit the 256-value blocks: the K types themselves are in its files.
+    if (synthetic && type.startsWith('q') && type.contains('k')) {
+      using T = forja::io::GgufType;
+      QVERIFY(types.count(static_cast<uint32_t>(T::Q6_K)));
+      if (type == "q4_k_m") QVERIFY(types.count(static_cast<uint32_t>(T::Q4_K)));
+      if (type == "q5_k_m") QVERIFY(types.count(static_cast<uint32_t>(T::Q5_K)));
+    }
+
+    // The very file llama.cpp loaded and ran; from Q8_0 it continues the prompt as from the fp16 file.
+    const json ran = rec["forja"][type.toStdString()];
+    QCOMPARE(sha256(file), QString::fromStdString(ran["sha256"].get<std::string>()));
+    QCOMPARE(ran["greedy"].size(), size_t{12});
+    if (type == "q8_0") {
+      // The fixture llama is tiny and random: at its third step two logits are closer than Q8_0's error (Q6_K
+      // picks the same token as Q8_0 there), so llama.cpp continues differently from the fp16 file.
+      if (model == "llama") QEXPECT_FAIL("", "near-tied logits in the tiny random fixture llama", Continue);
+      QCOMPARE(ids(ran["greedy"]), ids(rec["forja"]["fp16"]["greedy"]));
+    }
+  }
+
+  void loraAdapterRunsInLlamaCppAsTheMergedFile() {
+    // The fixture llama with its trained adapter: the adapter as a GGUF LoRA file is the one llama.cpp ran on
+    // the fp32 base file, where it continued the prompt as the merged fp32 file did.
+    QTemporaryDir tmp;
+    const fs::path dir = fs::path(tmp.path().toStdString()) / "llama";
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(forja_test::fixture_dir("llama")))
+      if (e.path().filename() != "expected.safetensors") fs::copy_file(e.path(), dir / e.path().filename());
+    fs::copy_file(kGgufFixtures / "llama3_bpe_320" / "tokenizer.json", dir / "tokenizer.json");
+    const fs::path adapter = fs::path(FORJA_FIXTURES_DIR) / "train" / "llama" / "final";
+    const fs::path file = fs::path(tmp.path().toStdString()) / "adapter.gguf";
+    const QByteArray out =
+        cli({QStringLiteral("export"), QString::fromStdString(dir.string()), QStringLiteral("--adapter"),
+             QString::fromStdString(adapter.string()), QStringLiteral("--format"),
+             QStringLiteral("gguf-lora"), QStringLiteral("--out"), QString::fromStdString(file.string())});
+    QVERIFY(out.contains("GGUF LoRA"));
+    const json rec = quant_expected()["lora"];
+    QCOMPARE(sha256(file), QString::fromStdString(rec["adapter"]["lora_sha256"].get<std::string>()));
+    QCOMPARE(ids(rec["adapter"]["greedy"]), ids(rec["merged"]["greedy"]));
+    QCOMPARE(rec["adapter"]["greedy"].size(), size_t{12});
+
+    // What llama.cpp's loader checks: the adapter keys, A as {in, r} and B as {r, out} (PyTorch order [r, in]
+    // and [out, r]), and the q rows of B in the base file's RoPE order.
+    const forja::io::GgufFile g = forja::io::read_gguf(file);
+    QCOMPARE(std::get<std::string>(g.metadata.at("general.type")), std::string("adapter"));
+    QCOMPARE(std::get<std::string>(g.metadata.at("general.architecture")), std::string("llama"));
+    QCOMPARE(std::get<std::string>(g.metadata.at("adapter.type")), std::string("lora"));
+    QCOMPARE(std::get<float>(g.metadata.at("adapter.lora.alpha")), 8.0f);
+    QCOMPARE(g.tensors.size(), size_t{2 * 2 * 7});  // 2 layers, 7 projections, A and B
+    const auto st = forja::io::SafetensorsFile::open(adapter / "adapter_model.safetensors");
+    const auto& hf_b = st.at("base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight");
+    const auto q = std::find_if(g.tensors.begin(), g.tensors.end(),
+                                [](const auto& t) { return t.name == "blk.1.attn_q.weight.lora_b"; });
+    QVERIFY(q != g.tensors.end());
+    QCOMPARE(q->shape, hf_b.shape);
+    const int64_t heads = 4, d = hf_b.shape[0] / heads, r = hf_b.shape[1];
+    std::vector<float> gb(static_cast<size_t>(hf_b.shape[0] * r));
+    std::ifstream in(file, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(q->offset));
+    in.read(reinterpret_cast<char*>(gb.data()), static_cast<std::streamsize>(gb.size() * 4));
+    const auto raw = st.bytes(hf_b);
+    int64_t mismatched = 0;
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t j = 0; j < d / 2; ++j)
+        for (int64_t t = 0; t < 2; ++t)
+          mismatched +=
+              std::memcmp(&gb[static_cast<size_t>((h * d + 2 * j + t) * r)],
+                          raw.data() + (h * d + t * d / 2 + j) * r * 4, static_cast<size_t>(r) * 4) != 0;
+    QCOMPARE(mismatched, int64_t{0});
+    const auto a_t = std::find_if(g.tensors.begin(), g.tensors.end(),
+                                  [](const auto& t) { return t.name == "blk.0.ffn_down.weight.lora_a"; });
+    QVERIFY(a_t != g.tensors.end());
+    QCOMPARE(a_t->shape, (std::vector<int64_t>{4, 160}));
+  }
+
+  void ollamaFolder() {
+    // The demo model (a ChatML template) quantized, with a system prompt: model.gguf and its Modelfile.
+    QTemporaryDir tmp;
+    const fs::path out = fs::path(tmp.path().toStdString()) / "ollama";
+    QVERIFY(!cli({QStringLiteral("export"), QString::fromStdString(kDemo.string()),
+                  QStringLiteral("--format"), QStringLiteral("ollama"), QStringLiteral("--dtype"),
+                  QStringLiteral("q4_k_m"), QStringLiteral("--system"), QStringLiteral("You are the demo."),
+                  QStringLiteral("--out"), QString::fromStdString(out.string())})
+                 .isEmpty());
+    const forja::io::GgufFile g = forja::io::read_gguf(out / "model.gguf");
+    QCOMPARE(std::get<uint32_t>(g.metadata.at("general.file_type")), 15u);
+    std::ifstream in(out / "Modelfile");
+    const std::string m((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    QVERIFY2(m.rfind("FROM ./model.gguf\n", 0) == 0, m.c_str());
+    QVERIFY2(m.find("TEMPLATE \"\"\"{{- range .Messages }}<|im_start|>{{ .Role }}") != std::string::npos,
+             m.c_str());
+    QVERIFY2(m.find("PARAMETER stop \"<|im_end|>\"") != std::string::npos, m.c_str());
+    QVERIFY2(m.find("SYSTEM \"\"\"You are the demo.\"\"\"") != std::string::npos, m.c_str());
+    QCOMPARE(std::distance(fs::directory_iterator(out), fs::directory_iterator()), std::ptrdiff_t{2});
+
+    // GPT-2's template is none Forja translates: refused before anything is written.
+    const fs::path dir = fs::path(tmp.path().toStdString()) / "gpt2";
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(forja_test::fixture_dir("gpt2")))
+      if (e.path().filename() != "expected.safetensors") fs::copy_file(e.path(), dir / e.path().filename());
+    fs::copy_file(kGgufFixtures / "gpt2_bpe_320" / "tokenizer.json", dir / "tokenizer.json");
+    QProcess p;
+    const fs::path out2 = fs::path(tmp.path().toStdString()) / "ollama2";
+    p.start(QStringLiteral(FORJA_CLI_PATH),
+            {QStringLiteral("export"), QString::fromStdString(dir.string()), QStringLiteral("--format"),
+             QStringLiteral("ollama"), QStringLiteral("--out"), QString::fromStdString(out2.string())});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 1);
+    const QByteArray err = p.readAllStandardError();
+    QVERIFY2(err.contains("Ollama"), err.constData());
+    QVERIFY(!fs::exists(out2));
+  }
+
   void demoModelTokenizesAndAnswersInLlamaCppAsInForja_data() {
     QTest::addColumn<QString>("dtype");
     QTest::newRow("fp32") << "fp32";
@@ -294,6 +545,16 @@ class TestGgufExport : public QObject {
     QVERIFY(p.waitForFinished(120000));
     QCOMPARE(p.exitCode(), 1);
     QVERIFY(p.readAllStandardError().contains("*.gguf"));
+    // A type llama.cpp has but Forja does not write: the error lists those it does.
+    p.start(QStringLiteral(FORJA_CLI_PATH),
+            {QStringLiteral("export"), QString::fromStdString(kDemo.string()), QStringLiteral("--format"),
+             QStringLiteral("gguf"), QStringLiteral("--dtype"), QStringLiteral("q3_k_m"),
+             QStringLiteral("--out"), out});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 1);
+    const QByteArray dtype_err = p.readAllStandardError();
+    QVERIFY2(dtype_err.contains("q3_k_m") && dtype_err.contains("q4_k_m"), dtype_err.constData());
+    QVERIFY(!QFile::exists(out));
   }
 };
 
