@@ -51,7 +51,7 @@ import json, os, sys
 w = sys.argv[1]
 def steps(name):
     p = f"{w}/{name}.jsonl"
-    return [json.loads(l) for l in open(p) if l.startswith("{") and '"step"' in l] if os.path.exists(p) else []
+    return [json.loads(l) for l in open(p) if l.startswith("{") and '"event":"step"' in l] if os.path.exists(p) else []
 a, b = steps("small_plain"), steps("small_gpus1")
 if a and b and len(a) == len(b):
     worst = max(abs(x["loss"] - y["loss"]) / abs(x["loss"]) for x, y in zip(a, b))
