@@ -53,6 +53,22 @@ gpu_tests() {
      Testing/Temporary/LastTest.log | tail -40)
 }
 
+# $1/data.jsonl: bench/length_dataset.py's real-length examples; $1/base: a random-weight TinyLlama-1.1B-shape
+# model in bf16. Shared by the topics that train on real-length data (padfree, qlora_realdata).
+real_length_data_and_base() {
+  step "real-length data: dataset and random-weight TinyLlama-1.1B-shape base"
+  python3 bench/length_dataset.py --examples 8000 --out "$1/data.jsonl"
+  python3 - "$1" <<'PY' 2>&1 | grep -v "Warning\|Writing model"
+import sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                  num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048, rms_norm_eps=1e-5)
+torch.manual_seed(0)
+with torch.device("cuda"):
+    LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained(sys.argv[1] + "/base")
+PY
+}
+
 kernels_bench() {
   if "$CLI" bench 2>&1 | grep kernels >/dev/null; then
     step kernels bench

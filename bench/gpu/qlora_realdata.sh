@@ -6,17 +6,7 @@
 # allocator's reserved bytes at a step's end (an upper bound on the peak). About 3 minutes.
 W=/tmp/forja-qlora-real
 rm -rf $W && mkdir -p $W
-step "QLoRA on real-length data: dataset and random-weight TinyLlama-1.1B-shape base"
-python3 bench/length_dataset.py --examples 8000 --out $W/data.jsonl
-python3 - $W <<'PY' 2>&1 | grep -v "Warning\|Writing model"
-import sys, torch
-from transformers import LlamaConfig, LlamaForCausalLM
-cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
-                  num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048, rms_norm_eps=1e-5)
-torch.manual_seed(0)
-with torch.device("cuda"):
-    LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained(sys.argv[1] + "/base")
-PY
+real_length_data_and_base $W
 for quant in none nf4; do
   step "Forja forja-cli train, packing, base_quant $quant"
   cat >$W/cfg-$quant.json <<JSON
