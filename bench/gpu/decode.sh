@@ -20,6 +20,28 @@ for name, (dur, n) in sorted(by.items(), key=lambda x: -x[1][0])[:16]:
 PY
   [[ $DECODE_PROFILE == only ]] && return 0
 fi
+if [[ -n ${DECODE_AB:-} ]]; then
+  # One build, one card: the earlier GEMV and attention kernels (FORJA_DECODE_BASELINE=1) against the current
+  # ones, kernel by kernel (the test's speed lines, after its checks), through the TinyLlama-shaped runner, and
+  # in forja-cli bench decode. Alternating, so that a drift of the card shows as spread rather than a gain.
+  T=build-cuda/tests/gpu/infer/test_gpu_decode_kernels
+  for base in 1 0; do
+    step "decode kernels A/B: FORJA_DECODE_BASELINE=$base, checks and kernel speeds"
+    FORJA_DECODE_BASELINE=$base $T >"$OUT/decode_ab_test_$base.log" 2>&1
+    echo "exit $?"; grep -E "speed|FAIL" "$OUT/decode_ab_test_$base.log" | grep -E "tinyllama|mistral|FAIL"
+  done
+  for rep in 1 2; do
+    for base in 1 0; do
+      echo "baseline=$base rep $rep: $(FORJA_DECODE_BASELINE=$base FORJA_DECODE_PROFILE=/tmp/decode_ab.json $T 2>&1 |
+        grep 'tinyllama shape')"
+    done
+  done
+  for base in 1 0 1 0; do
+    echo "baseline=$base: $(FORJA_DECODE_BASELINE=$base "$CLI" bench decode --shape tinyllama --prompt 128 --new 256 \
+      --json 2>&1 | tail -1)"
+  done
+  [[ $DECODE_AB == only ]] && return 0
+fi
 step "decode: Forja (kernels on) vs HF generate"
 python3 bench/decode_bench.py --cli "$CLI" ${DECODE_SKIP_HF:+--skip-hf} 2>&1 | tail -7
 [[ -n ${DECODE_SKIP_OFF:-} ]] && return 0
