@@ -21,24 +21,25 @@ PY
   [[ $DECODE_PROFILE == only ]] && return 0
 fi
 if [[ -n ${DECODE_AB:-} ]]; then
-  # One build, one card: the earlier GEMV and attention kernels (FORJA_DECODE_BASELINE=1) against the current
-  # ones, kernel by kernel (the test's speed lines, after its checks), through the TinyLlama-shaped runner, and
-  # in forja-cli bench decode. Alternating, so that a drift of the card shows as spread rather than a gain.
+  # One build, one card: the earlier GEMV and attention kernels (FORJA_DECODE_BASELINE=1), the current ones, and
+  # the current ones with programmatic dependent launch (FORJA_DECODE_PDL=1): the test's checks and kernel
+  # speeds under each, then the TinyLlama-shaped runner and forja-cli bench decode, alternating so that a drift
+  # of the card shows as spread rather than as a gain.
   T=build-cuda/tests/gpu/infer/test_gpu_decode_kernels
-  for base in 1 0; do
-    step "decode kernels A/B: FORJA_DECODE_BASELINE=$base, checks and kernel speeds"
-    FORJA_DECODE_BASELINE=$base $T >"$OUT/decode_ab_test_$base.log" 2>&1
-    echo "exit $?"; grep -E "speed|FAIL" "$OUT/decode_ab_test_$base.log" | grep -E "tinyllama|mistral|FAIL"
+  arms=("FORJA_DECODE_BASELINE=1" "FORJA_DECODE_BASELINE=0" "FORJA_DECODE_PDL=1")
+  for i in 0 1 2; do
+    step "decode kernels A/B: ${arms[$i]}, checks and kernel speeds"
+    env ${arms[$i]} $T >"$OUT/decode_ab_test_$i.log" 2>&1
+    echo "exit $?"; grep -E "speed|FAIL" "$OUT/decode_ab_test_$i.log" | grep -E "tinyllama|mistral|FAIL"
+  done
+  step "decode kernels A/B: TinyLlama-shaped runner, then forja-cli bench decode --shape tinyllama --prompt 128"
+  for arm in "${arms[@]}"; do
+    echo "$arm: $(env $arm FORJA_DECODE_PROFILE=/tmp/decode_ab.json $T 2>&1 | grep 'tinyllama shape')"
   done
   for rep in 1 2; do
-    for base in 1 0; do
-      echo "baseline=$base rep $rep: $(FORJA_DECODE_BASELINE=$base FORJA_DECODE_PROFILE=/tmp/decode_ab.json $T 2>&1 |
-        grep 'tinyllama shape')"
+    for arm in "${arms[@]}"; do
+      echo "$arm: $(env $arm "$CLI" bench decode --shape tinyllama --prompt 128 --new 256 --json 2>&1 | tail -1)"
     done
-  done
-  for base in 1 0 1 0; do
-    echo "baseline=$base: $(FORJA_DECODE_BASELINE=$base "$CLI" bench decode --shape tinyllama --prompt 128 --new 256 \
-      --json 2>&1 | tail -1)"
   done
   [[ $DECODE_AB == only ]] && return 0
 fi

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <utility>
 
 #include "forja_kernels/decode.h"
 #include "forja_kernels/nf4.h"
@@ -37,6 +38,16 @@ __device__ __forceinline__ __nv_bfloat16 f2bf(float v) {
 }
 __device__ __forceinline__ float round_bf(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+// Programmatic dependent launch (FORJA_DECODE_PDL=1): wait until the kernel before this one in the stream has
+// finished and its writes are visible, then let the next kernel's blocks start (they request their weights
+// while this one runs). Everything before the call may read only what no kernel of the step writes (weights).
+// Without the launch attribute both instructions return at once.
+__device__ __forceinline__ void pdl_wait_then_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -106,6 +117,7 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   __nv_bfloat16* act = reinterpret_cast<__nv_bfloat16*>(smem);
   const int tid = threadIdx.x;
 
+  pdl_wait_then_release();
   compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) { act[i] = v; });
   __syncthreads();
   if (act_out != nullptr && blockIdx.x == 0)
@@ -223,6 +235,7 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp, c0 = 0;
   if (row < n) load(row, 0);
 
+  pdl_wait_then_release();
   compute_activation_vec<P>(chunks, x, norm_weight, eps, red, act);
   __syncthreads();
   if (act_out != nullptr && blockIdx.x == 0)
@@ -327,6 +340,7 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
     prefetched = true;
   }
 
+  pdl_wait_then_release();
   compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) {
     act[nf4_act_slot(i)] = v;
     if (act_out != nullptr && blockIdx.x == 0) act_out[i] = v;
@@ -385,6 +399,32 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   }
 }
 
+// FORJA_DECODE_PDL=1 launches every kernel here with programmatic stream serialization (each starts while the
+// one before it finishes; each waits in pdl_wait_then_release before its first dependent read).
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("FORJA_DECODE_PDL");
+    return v != nullptr && v[0] == '1';
+  }();
+  return on;
+}
+
+template <typename... Params, typename... Args>
+int launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+           Args&&... args) {
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  return static_cast<int>(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
 // FORJA_DECODE_BASELINE=1 runs the earlier GEMV and attention kernels, kept so that one build can time them
 // against the current ones in the same run (bench/gpu/decode.sh, DECODE_AB=1).
 bool baseline_kernels() {
@@ -419,12 +459,11 @@ int launch_gemv(const ForjaDecodeGemv* p, cudaStream_t stream) {
   const int64_t want = (p->n + kGemvWarps - 1) / kGemvWarps;
   const int64_t cap = static_cast<int64_t>(sm_count()) * 4;
   const unsigned blocks = static_cast<unsigned>(want < cap ? want : cap);
-  kernel<<<blocks, kGemvWarps * kWarp, smem, stream>>>(
-      p->n, p->k, static_cast<const __nv_bfloat16*>(p->w), static_cast<const __nv_bfloat16*>(p->x),
-      static_cast<const __nv_bfloat16*>(p->norm_weight), p->eps, static_cast<const __nv_bfloat16*>(p->bias),
-      static_cast<const __nv_bfloat16*>(p->residual), static_cast<__nv_bfloat16*>(p->y),
-      static_cast<__nv_bfloat16*>(p->act_out));
-  return static_cast<int>(cudaGetLastError());
+  return launch(kernel, blocks, kGemvWarps * kWarp, smem, stream, p->n, p->k,
+                static_cast<const __nv_bfloat16*>(p->w), static_cast<const __nv_bfloat16*>(p->x),
+                static_cast<const __nv_bfloat16*>(p->norm_weight), p->eps,
+                static_cast<const __nv_bfloat16*>(p->bias), static_cast<const __nv_bfloat16*>(p->residual),
+                static_cast<__nv_bfloat16*>(p->y), static_cast<__nv_bfloat16*>(p->act_out));
 }
 
 bool aligned16(const void* ptr) {
@@ -443,12 +482,10 @@ int launch_gemv_vec(const ForjaDecodeGemv* p, cudaStream_t stream) {
   const int64_t want = (p->n + kGemvWarps - 1) / kGemvWarps;
   const int64_t cap = static_cast<int64_t>(sm_count()) * 4;
   const unsigned blocks = static_cast<unsigned>(want < cap ? want : cap);
-  kernel<<<blocks, kGemvWarps * kWarp, smem, stream>>>(
-      p->n, p->k, static_cast<const uint4*>(p->w), static_cast<const uint4*>(p->x),
-      static_cast<const uint4*>(p->norm_weight), p->eps, static_cast<const __nv_bfloat16*>(p->bias),
-      static_cast<const __nv_bfloat16*>(p->residual), static_cast<__nv_bfloat16*>(p->y),
-      static_cast<uint4*>(p->act_out));
-  return static_cast<int>(cudaGetLastError());
+  return launch(kernel, blocks, kGemvWarps * kWarp, smem, stream, p->n, p->k, static_cast<const uint4*>(p->w),
+                static_cast<const uint4*>(p->x), static_cast<const uint4*>(p->norm_weight), p->eps,
+                static_cast<const __nv_bfloat16*>(p->bias), static_cast<const __nv_bfloat16*>(p->residual),
+                static_cast<__nv_bfloat16*>(p->y), static_cast<uint4*>(p->act_out));
 }
 
 template <ForjaDecodePrologue P>
@@ -477,18 +514,19 @@ int launch_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t stream) {
   // Two blocks of 256 threads fit an SM at the kernel's ~128 registers a thread: one wave, grid-strided.
   const int64_t cap = static_cast<int64_t>(sm_count()) * 2;
   const unsigned blocks = static_cast<unsigned>(want < cap ? want : cap);
-  kernel<<<blocks, kGemvWarps * kWarp, smem, stream>>>(
-      p->n, p->k, reinterpret_cast<const uint4*>(p->codes), p->absmax, shift,
-      static_cast<const __nv_bfloat16*>(p->x), static_cast<const __nv_bfloat16*>(p->norm_weight), p->eps,
-      static_cast<const __nv_bfloat16*>(p->bias), static_cast<const __nv_bfloat16*>(p->residual),
-      static_cast<__nv_bfloat16*>(p->y), static_cast<__nv_bfloat16*>(p->act_out));
-  return static_cast<int>(cudaGetLastError());
+  return launch(kernel, blocks, kGemvWarps * kWarp, smem, stream, p->n, p->k,
+                reinterpret_cast<const uint4*>(p->codes), p->absmax, shift,
+                static_cast<const __nv_bfloat16*>(p->x), static_cast<const __nv_bfloat16*>(p->norm_weight),
+                p->eps, static_cast<const __nv_bfloat16*>(p->bias),
+                static_cast<const __nv_bfloat16*>(p->residual), static_cast<__nv_bfloat16*>(p->y),
+                static_cast<__nv_bfloat16*>(p->act_out));
 }
 
 __global__ void rope_kv_kernel(int64_t heads, int64_t kv_heads, int64_t d, int64_t capacity,
                                __nv_bfloat16* qkv, __nv_bfloat16* cache,
                                const __nv_bfloat16* __restrict__ cos, const __nv_bfloat16* __restrict__ sin,
                                const int64_t* __restrict__ position) {
+  pdl_wait_then_release();
   const int64_t h = blockIdx.x, half = d / 2;
   const int64_t pos = *position;
   if (pos < 0 || pos >= capacity) return;  // the caller's bug; nothing is written out of bounds
@@ -527,6 +565,7 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
   const int64_t g = blockIdx.y, split = blockIdx.x, splits = gridDim.x;
   const int rep = static_cast<int>(heads / kv_heads);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  pdl_wait_then_release();
   const int64_t pos = *position;
   const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
   const int64_t begin = split * chunk > lo ? split * chunk : lo;
@@ -615,6 +654,7 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
   const int64_t g = blockIdx.y, split = blockIdx.x, splits = gridDim.x;
   const int rep = static_cast<int>(heads / kv_heads);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  pdl_wait_then_release();
   const int64_t pos = *position;
   const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
   const int64_t begin = split * chunk > lo ? split * chunk : lo;
@@ -716,6 +756,7 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
 template <int D>
 __global__ void attention_merge_kernel(int64_t splits, const float* __restrict__ scratch,
                                        __nv_bfloat16* out) {
+  pdl_wait_then_release();
   const int64_t h = blockIdx.x;
   const int e = threadIdx.x;
   const float* part = scratch + h * splits * (D + 2);
@@ -742,15 +783,12 @@ int launch_attention(const ForjaDecodeAttention* p, cudaStream_t stream) {
   constexpr int G = kMaxRep >= 16 ? 2 : 4;
   auto kernel =
       baseline_kernels() ? attention_split_kernel<D, kMaxRep> : attention_split_grouped_kernel<D, kMaxRep, G>;
-  kernel<<<grid, kAttnWarps * kWarp, 0, stream>>>(p->heads, p->kv_heads, p->capacity, p->chunk, p->window,
-                                                  p->scale, static_cast<const __nv_bfloat16*>(p->q),
-                                                  static_cast<const __nv_bfloat16*>(p->cache), p->position,
-                                                  p->scratch);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return static_cast<int>(e);
-  attention_merge_kernel<D><<<static_cast<unsigned>(p->heads), D, 0, stream>>>(
-      splits, p->scratch, static_cast<__nv_bfloat16*>(p->out));
-  return static_cast<int>(cudaGetLastError());
+  const int rc = launch(kernel, grid, kAttnWarps * kWarp, 0, stream, p->heads, p->kv_heads, p->capacity,
+                        p->chunk, p->window, p->scale, static_cast<const __nv_bfloat16*>(p->q),
+                        static_cast<const __nv_bfloat16*>(p->cache), p->position, p->scratch);
+  if (rc != 0) return rc;
+  return launch(attention_merge_kernel<D>, static_cast<unsigned>(p->heads), D, 0, stream, splits, p->scratch,
+                static_cast<__nv_bfloat16*>(p->out));
 }
 
 }  // namespace
@@ -783,11 +821,10 @@ extern "C" int forja_decode_rope_kv_bf16(const ForjaDecodeRopeKv* p, cudaStream_
   if (forja_decode_rope_kv_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
   const int64_t half = p->head_dim / 2;
   const unsigned threads = static_cast<unsigned>(half < 128 ? (half + 31) / 32 * 32 : 128);
-  rope_kv_kernel<<<static_cast<unsigned>(p->heads + 2 * p->kv_heads), threads, 0, stream>>>(
-      p->heads, p->kv_heads, p->head_dim, p->capacity, static_cast<__nv_bfloat16*>(p->qkv),
-      static_cast<__nv_bfloat16*>(p->cache), static_cast<const __nv_bfloat16*>(p->cos),
-      static_cast<const __nv_bfloat16*>(p->sin), p->position);
-  return static_cast<int>(cudaGetLastError());
+  return launch(rope_kv_kernel, static_cast<unsigned>(p->heads + 2 * p->kv_heads), threads, 0, stream,
+                p->heads, p->kv_heads, p->head_dim, p->capacity, static_cast<__nv_bfloat16*>(p->qkv),
+                static_cast<__nv_bfloat16*>(p->cache), static_cast<const __nv_bfloat16*>(p->cos),
+                static_cast<const __nv_bfloat16*>(p->sin), p->position);
 }
 
 extern "C" int forja_decode_attention_bf16(const ForjaDecodeAttention* p, cudaStream_t stream) {
