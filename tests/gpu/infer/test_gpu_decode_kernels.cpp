@@ -50,7 +50,8 @@ double rel_max(const at::Tensor& a, const at::Tensor& b) {
   return (ad - bd).abs().max().item<double>() / std::max(1e-30, bd.abs().max().item<double>());
 }
 
-// `x_offset`: x starts that many elements into its buffer (1: not 16-byte aligned, the kernel's 4-byte path).
+// `x_offset`: x starts that many elements into its buffer (1: not 16-byte aligned, so the GEMV that reads x
+// element by element runs).
 void gemv_case(ForjaDecodePrologue pro, int64_t n, int64_t k, bool bias, bool residual,
                int64_t x_offset = 0) {
   const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
@@ -431,7 +432,7 @@ int main() {
     gemv_case(pro, 1001, 1000, true, true);    // 16-byte path, rows not a multiple of the block
     gemv_case(pro, 257, 1003, false, true);    // scalar path (k not a multiple of 8)
     gemv_case(pro, 2560, 2048, false, false);  // TinyLlama q/k/v
-    gemv_case(pro, 300, 2048, true, true, 1);  // x not 16-byte aligned: the 4-byte prologue
+    gemv_case(pro, 300, 2048, true, true, 1);  // x not 16-byte aligned: the element-wise prologue
   }
   gemv_case(FORJA_DECODE_RMSNORM, 11264, 2048, false, true);  // TinyLlama gate/up: several rows per warp
   gemv_case(FORJA_DECODE_SWIGLU, 4096, 14336, false, true);   // Mistral down: 28 KB of shared activations
