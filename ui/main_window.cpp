@@ -17,10 +17,6 @@
 #include <QStackedWidget>
 #include <QStatusBar>
 
-#include <signal.h>
-
-#include <cerrno>
-
 #include "app_paths.h"
 #include "forja/error.h"
 #include "forja/journal.h"
@@ -28,6 +24,7 @@
 #include "gpu_status_widget.h"
 #include "job_status_widget.h"
 #include "jobs/job_monitor.h"
+#include "journal_service.h"
 #include "panes/chat_pane.h"
 #include "panes/data_pane.h"
 #include "panes/doctor_pane.h"
@@ -44,14 +41,6 @@ const char* const kStateKey = "MainWindow/state";
 const char* const kSplitterKey = "MainWindow/splitter";
 const char* const kPaneKey = "MainWindow/pane";
 
-// A worker process that is gone leaves its run marked Running; kill(pid, 0) asks whether the pid still
-// exists. (A reused pid makes a dead run look alive until that process ends too: the safe side of the
-// mistake.)
-bool process_alive(int64_t pid) {
-  if (pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
-}
-
 }  // namespace
 
 MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(parent) {
@@ -64,7 +53,8 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   gpu_ = new GpuMonitorService(this);
   context_.gpu = gpu_;
   gpu_->start();
-  open_journal(options.journal_path.isEmpty() ? default_journal_path() : options.journal_path);
+  context_.journal = new JournalService(
+      options.journal_path.isEmpty() ? default_journal_path() : options.journal_path, this);
 
   sidebar_ = new QListWidget;
   sidebar_->setObjectName(QStringLiteral("sidebar"));
@@ -131,18 +121,16 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
 
 void MainWindow::restore_latest_run() {
   // The newest run, when it did not end: still going (its worker outlived a window), or interrupted
-  // (mark_interrupted ran when the journal opened). The Train pane follows the first and offers to resume the
-  // second.
-  if (!context_.journal) return;
-  try {
-    const auto runs = context_.journal->runs();
-    if (runs.empty()) return;
-    const auto& r = runs.front();
-    if (r.status == forja::RunStatus::Running || r.status == forja::RunStatus::Interrupted)
-      train_pane_->restore_run(QString::fromStdString(r.config_json), r.worker_pid);
-  } catch (const forja::Error&) {
-    // The Runs pane shows what is wrong with the journal.
-  }
+  // (marked so when the journal opened). The Train pane follows the first and offers to resume the second.
+  // A journal that cannot be read is the Runs pane's to report.
+  context_.journal->request(
+      this, [](forja::Journal& j) { return j.runs(); },
+      [this](const std::vector<forja::RunRecord>& runs) {
+        if (runs.empty()) return;
+        const auto& r = runs.front();
+        if (r.status == forja::RunStatus::Running || r.status == forja::RunStatus::Interrupted)
+          train_pane_->restore_run(QString::fromStdString(r.config_json), r.worker_pid);
+      });
 }
 
 MainWindow::~MainWindow() = default;
@@ -189,17 +177,6 @@ bool MainWindow::start_demo() {
   });
   open_model(model);
   return true;
-}
-
-void MainWindow::open_journal(const QString& path) {
-  try {
-    context_.journal = std::make_shared<forja::Journal>(path.toStdString());
-    context_.journal->mark_interrupted(process_alive);
-  } catch (const forja::Error& e) {
-    context_.journal.reset();
-    context_.journal_error = QString::fromStdString(e.message());
-    context_.journal_hint = QString::fromStdString(e.hint());
-  }
 }
 
 void MainWindow::add_pane(PaneId id, Pane* pane) {

@@ -58,7 +58,6 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
-  void open_journal(const QString& path);
   void restore_latest_run();
   void add_pane(PaneId id, Pane* pane);
   void build_menus();

@@ -7,23 +7,16 @@
 #include <QString>
 #include <QWidget>
 
-#include <memory>
-
-namespace forja {
-class Journal;
-}
-
 namespace forja::ui {
 
 class JobMonitor;
 class GpuMonitorService;
+class JournalService;
 
 struct AppContext {
   JobMonitor* jobs = nullptr;
-  GpuMonitorService* gpu = nullptr;         // the live GPU sampler; available() false without a driver
-  std::shared_ptr<forja::Journal> journal;  // null when it could not be opened; the error says why
-  QString journal_error;
-  QString journal_hint;
+  GpuMonitorService* gpu = nullptr;   // the live GPU sampler; available() false without a driver
+  JournalService* journal = nullptr;  // the run journal, reached off the GUI thread
 };
 
 class Pane : public QWidget {

@@ -222,6 +222,7 @@ void TestChatPane::open_window() {
   delete finished_;
   answered_ = new QSignalSpy(worker, &ChatWorker::answered);
   finished_ = new QSignalSpy(pane_, &ChatPane::answer_finished);
+  forja::test::settle_journal(window_);  // the chat list is read
 }
 
 void TestChatPane::cleanup() {
@@ -252,6 +253,7 @@ void TestChatPane::send_message(const QString& text) {
   QTest::keyClick(input, Qt::Key_Return);
   QVERIFY(input->toPlainText().isEmpty());
   QTRY_VERIFY_WITH_TIMEOUT(finished_->count() > before, 60000);
+  forja::test::settle_journal(window_);  // the exchange is saved and the pane knows its chat
 }
 
 ChatReply TestChatPane::last_reply() const {
@@ -331,7 +333,7 @@ void TestChatPane::stopKeepsTheAnswerSoFar() {
   // The answer so far stays, marked as stopped, in the view and in the journal.
   QVERIFY(child<QTextBrowser>("conversation")->toPlainText().contains(QStringLiteral("(stopped)")));
   QVERIFY(child<QLabel>("chatStatus")->text().contains(QStringLiteral("stopped by you")));
-  const auto messages = window_->context().journal->messages(pane_->chat_id());
+  const auto messages = forja::test::read_journal(window_).messages(pane_->chat_id());
   QCOMPARE(messages.size(), size_t{2});
   QCOMPARE(QString::fromStdString(messages[1].content), reply.text);
   // The next message is answered normally.
@@ -377,7 +379,7 @@ void TestChatPane::adapterSwitchesWithoutReload() {
   QCOMPARE(tuned_again, tuned);
   QCOMPARE(reloads.count(), 0);  // switched in place, never reloaded
   // The chat remembers which adapter answered.
-  const auto chats = window_->context().journal->chats();
+  const auto chats = forja::test::read_journal(window_).chats();
   QCOMPARE(chats.size(), size_t{3});
   QCOMPARE(QString::fromStdString(chats[0].adapter_path), adapter_dir_);
   QCOMPARE(QString::fromStdString(chats[1].adapter_path), QString());
@@ -436,7 +438,7 @@ void TestChatPane::compareShowsBothAnswersWithScores() {
   QVERIFY(
       child<QLabel>("compareAdaptedScore")->text().contains(QString::number(c.adapted_under_base, 'f', 3)));
   // A comparison is not part of a conversation: no chat was saved for it.
-  QCOMPARE(window_->context().journal->chats().size(), size_t{2});
+  QCOMPARE(forja::test::read_journal(window_).chats().size(), size_t{2});
   QCOMPARE(pane_->chat_id(), int64_t{0});
 }
 
@@ -453,7 +455,7 @@ void TestChatPane::chatsAreKeptAndReopen() {
   auto* list = child<QListWidget>("chatList");
   QCOMPARE(list->count(), 1);
   QCOMPARE(list->item(0)->text(), QStringLiteral("First question"));
-  const auto messages = window_->context().journal->messages(id);
+  const auto messages = forja::test::read_journal(window_).messages(id);
   QCOMPARE(messages.size(), size_t{5});
   const char* roles[] = {"system", "user", "assistant", "user", "assistant"};
   for (size_t i = 0; i < messages.size(); ++i) QCOMPARE(messages[i].role, std::string(roles[i]));
@@ -471,6 +473,7 @@ void TestChatPane::chatsAreKeptAndReopen() {
   list = child<QListWidget>("chatList");
   QCOMPARE(list->count(), 1);
   QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, list->visualItemRect(list->item(0)).center());
+  forja::test::settle_journal(window_);
   QCOMPARE(pane_->chat_id(), id);
   const QString shown = child<QTextBrowser>("conversation")->toPlainText();
   QVERIFY(shown.contains(QStringLiteral("First question")) &&
@@ -481,14 +484,15 @@ void TestChatPane::chatsAreKeptAndReopen() {
   send_message(QStringLiteral("Third question"));
   QVERIFY(last_reply().prompt_tokens > first_prompt + 10);
   QCOMPARE(pane_->chat_id(), id);
-  QCOMPARE(window_->context().journal->messages(id).size(), size_t{7});
+  QCOMPARE(forja::test::read_journal(window_).messages(id).size(), size_t{7});
 
   // Delete (after confirming): gone from the list and the journal, and the view starts over.
   list->setCurrentRow(0);
   forja::test::answer_next_message_box(QMessageBox::Yes);
   QTest::mouseClick(child<QPushButton>("deleteChat"), Qt::LeftButton);
+  forja::test::settle_journal(window_);
   QCOMPARE(list->count(), 0);
-  QVERIFY(window_->context().journal->chats().empty());
+  QVERIFY(forja::test::read_journal(window_).chats().empty());
   QCOMPARE(pane_->chat_id(), int64_t{0});
   QVERIFY(child<QTextBrowser>("conversation")->toPlainText().isEmpty());
 }
@@ -527,7 +531,7 @@ void TestChatPane::fourBitBaseReloadsAndKeepsTheChat() {
   QVERIFY2(last_reply().prompt_tokens > first_prompt + 10,
            qPrintable(QString::number(last_reply().prompt_tokens)));
   QCOMPARE(pane_->chat_id(), chat);
-  QCOMPARE(window_->context().journal->messages(chat).size(), size_t{4});
+  QCOMPARE(forja::test::read_journal(window_).messages(chat).size(), size_t{4});
   const QString quantized = fresh_answer();
   QVERIFY(!quantized.isEmpty());
   QVERIFY2(quantized != full, qPrintable(quantized));  // the 4-bit base answers differently

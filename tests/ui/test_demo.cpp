@@ -130,6 +130,7 @@ void TestDemo::staysResponsiveWhileTrainingAndGenerating() {
   QTRY_VERIFY_WITH_TIMEOUT(chat->model_ready(), 60000);
   chat->findChild<QSpinBox*>(QStringLiteral("maxNewTokens"))->setValue(400);
   train->start();
+  forja::test::settle_journal(&window);
   QTRY_VERIFY_WITH_TIMEOUT(train->plotted_steps() >= 1, 60000);
 
   forja::test::EventLoopWatch watch;

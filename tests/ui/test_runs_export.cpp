@@ -10,6 +10,8 @@
 #include <QTest>
 #include <QTreeWidget>
 
+#include <sqlite3.h>
+
 #include "error_box.h"
 #include "forja/journal.h"
 #include "jobs/job.h"
@@ -49,6 +51,7 @@ class TestRunsExport : public QObject {
     window_->show();
     pane_ = window_->runs_pane();
     pane_->refresh();
+    forja::test::settle_journal(window_);
     auto* list = pane_->findChild<QTreeWidget*>(QStringLiteral("runList"));
     QTRY_COMPARE_WITH_TIMEOUT(list->topLevelItemCount(), 1, 5000);
     list->setCurrentItem(list->topLevelItem(0));
@@ -58,6 +61,33 @@ class TestRunsExport : public QObject {
     QVERIFY(forja::ui::Job::cancel_all_and_wait(10000));
     delete window_;
     delete tmp_;
+  }
+
+  void windowGoesOnWhileTheJournalWaits() {
+    // Another process holds the journal's write lock (as a worker committing a step does): deleting the run
+    // waits for it on the journal's thread, while the GUI thread keeps turning its event loop, and the
+    // deletion lands once the lock is let go. No clock decides the outcome: the deletion cannot commit while
+    // the lock is held, and the event loop must turn meanwhile.
+    sqlite3* other = nullptr;
+    QCOMPARE(sqlite3_open(window_->context().journal->path().toUtf8().constData(), &other), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+    QSignalSpy deleted(pane_, &forja::ui::RunsPane::runs_deleted);
+    forja::test::answer_next_message_box(QMessageBox::Yes);
+    pane_->delete_selected();
+    int turns = 0;
+    QTimer tick;
+    connect(&tick, &QTimer::timeout, this, [&] { ++turns; });
+    tick.start(10);
+    QTRY_VERIFY_WITH_TIMEOUT(turns >= 3, 2000);
+    QCOMPARE(deleted.count(), 0);
+    auto* list = pane_->findChild<QTreeWidget*>(QStringLiteral("runList"));
+    QCOMPARE(list->topLevelItemCount(), 1);
+    QCOMPARE(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(other);
+    QTRY_COMPARE_WITH_TIMEOUT(deleted.count(), 1, 10000);
+    QCOMPARE(deleted.at(0).at(0).toInt(), 1);
+    QTRY_COMPARE_WITH_TIMEOUT(list->topLevelItemCount(), 0, 10000);
+    QVERIFY(forja::test::read_journal(window_).runs().empty());
   }
 
   void exportsInTheBackgroundWithProgress() {

@@ -91,6 +91,7 @@ void TestTrainPane::init() {
   tmp_ = new QTemporaryDir;
   window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
   window_->show();
+  forja::test::settle_journal(window_);  // the journal is open and the latest run restored
   pane_ = window_->train_pane();
   window_->show_pane(PaneId::Train);
 }
@@ -121,6 +122,7 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QCOMPARE(cfg.value(QStringLiteral("max_steps")).toInt(), 6);
   QSignalSpy finished(pane_, &TrainPane::run_finished);
   QTest::mouseClick(pane_->findChild<QPushButton*>(QStringLiteral("trainStart")), Qt::LeftButton);
+  forja::test::settle_journal(window_);
   QVERIFY(pane_->running());
   QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
   const QJsonObject r = finished.at(0).at(0).toJsonObject();
@@ -207,6 +209,7 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QVERIFY2(box->message().contains(QStringLiteral("no tokenizer.json or tokenizer.model")),
            qPrintable(box->message()));
   runs_pane->refresh();  // the pane's polling keeps the export's error in view
+  forja::test::settle_journal(window_);
   QVERIFY(box->isVisible());
   QVERIFY(!QFile::exists(tmp_->filePath(QStringLiteral("model.gguf"))));
 }
@@ -221,6 +224,7 @@ void TestTrainPane::twoWorkersTrainOneRun() {
   pane_->findChild<QComboBox*>(QStringLiteral("trainDevice"))->setCurrentText(QStringLiteral("auto"));
   auto* start = pane_->findChild<QPushButton*>(QStringLiteral("trainStart"));
   QTest::mouseClick(start, Qt::LeftButton);
+  forja::test::settle_journal(window_);
   QVERIFY(!pane_->running());
   auto* box = pane_->findChild<forja::ui::ErrorBox*>();
   QVERIFY(box && box->isVisible() && box->message().contains(QStringLiteral("cuda")));
@@ -229,6 +233,7 @@ void TestTrainPane::twoWorkersTrainOneRun() {
   QSignalSpy finished(pane_, &TrainPane::run_finished);
   QSignalSpy failed(pane_, &TrainPane::run_failed);
   QTest::mouseClick(start, Qt::LeftButton);
+  forja::test::settle_journal(window_);
   QVERIFY(pane_->running());
   QTRY_VERIFY_WITH_TIMEOUT(finished.count() + failed.count() > 0, 120000);
   QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
@@ -254,12 +259,14 @@ void TestTrainPane::windowRestartFollowsTheRunningWorker() {
   // follows it to the end.
   configure(120, 40);
   pane_->start();
+  forja::test::settle_journal(window_);
   QTRY_VERIFY_WITH_TIMEOUT(pane_->plotted_steps() >= 3, 120000);
   const qint64 pid = pane_->worker()->pid();
   window_->close();
   delete window_;
   window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
   window_->show();
+  forja::test::settle_journal(window_);  // the journal is open and the latest run restored
   pane_ = window_->train_pane();
   QVERIFY(pane_->running());
   QCOMPARE(pane_->worker()->pid(), pid);
@@ -337,6 +344,7 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   configure(200, 5);
   QSignalSpy died(pane_, &TrainPane::run_failed);
   pane_->start();
+  forja::test::settle_journal(window_);
   // Past a checkpoint (every 5 steps), then SIGKILL: no chance to write anything more.
   QTRY_VERIFY_WITH_TIMEOUT(pane_->plotted_steps() >= 6, 120000);
   pane_->stop();
@@ -352,16 +360,18 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   QVERIFY(journal.runs().front().last_step >= 6);
   auto* runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
   window_->runs_pane()->refresh();
+  forja::test::settle_journal(window_);
   QCOMPARE(runs->topLevelItemCount(), 1);
   QCOMPARE(runs->topLevelItem(0)->text(1), QStringLiteral("interrupted"));
   // A new window (the app restarted) offers the interrupted run: its settings, its curve so far, Resume.
   delete window_;
   window_ = new MainWindow({tmp_->filePath(QStringLiteral("journal.db"))});
   window_->show();
+  forja::test::settle_journal(window_);  // the journal is open and the latest run restored
   window_->show_pane(PaneId::Train);
   pane_ = window_->train_pane();
-  // The replay ends at once (it ran in the window's constructor): no worker behind it, so it reads as
-  // interrupted.
+  // The replay ends at once (it ran as soon as the journal named the run): no worker behind it, so it reads
+  // as interrupted.
   QVERIFY(!pane_->running());
   QVERIFY(pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"))->isVisible());
   QVERIFY(pane_->plotted_steps() >= 6);
@@ -372,6 +382,7 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   // Resume: the same config and output folder continue from the last checkpoint.
   QSignalSpy finished(pane_, &TrainPane::run_finished);
   QTest::mouseClick(start, Qt::LeftButton);
+  forja::test::settle_journal(window_);
   QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
   const QJsonObject r = finished.at(0).at(0).toJsonObject();
   QVERIFY2(r.value(QStringLiteral("resumed_from_step")).toInt() >= 5,
@@ -385,6 +396,7 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   QCOMPARE(QString::fromStdString(done.adapter_path), r.value(QStringLiteral("adapter")).toString());
   QCOMPARE(journal.integrity_check(), std::string("ok"));
   window_->runs_pane()->refresh();
+  forja::test::settle_journal(window_);
   QCOMPARE(runs->topLevelItem(0)->text(1), QStringLiteral("completed"));
 }
 
@@ -413,6 +425,7 @@ void TestTrainPane::rerunOfAFinishedRunKeepsItsHistory() {
   QSignalSpy finished(pane_, &TrainPane::run_finished);
   auto* start = pane_->findChild<QPushButton*>(QStringLiteral("trainStart"));
   QTest::mouseClick(start, Qt::LeftButton);
+  forja::test::settle_journal(window_);
   QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
   forja::Journal journal(tmp_->filePath(QStringLiteral("journal.db")).toStdString());
   QCOMPARE(journal.runs().size(), size_t(1));
@@ -422,6 +435,7 @@ void TestTrainPane::rerunOfAFinishedRunKeepsItsHistory() {
 
   QVERIFY(start->isEnabled());
   QTest::mouseClick(start, Qt::LeftButton);
+  forja::test::settle_journal(window_);
   QVERIFY(!pane_->running());
   const auto* box = pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"));
   QVERIFY2(box->message().contains(QStringLiteral("already completed")), qPrintable(box->message()));
@@ -434,6 +448,7 @@ void TestTrainPane::rerunOfAFinishedRunKeepsItsHistory() {
   QCOMPARE(journal.metrics(first.id).size(), size_t(3));
 
   QTest::mouseClick(again, Qt::LeftButton);
+  forja::test::settle_journal(window_);
   QVERIFY(pane_->running());
   QVERIFY(!again->isVisibleTo(pane_));
   QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
@@ -455,6 +470,7 @@ void TestTrainPane::rerunOfAFinishedRunKeepsItsHistory() {
   window_->show_pane(PaneId::Runs);
   auto* runs_pane = window_->runs_pane();
   runs_pane->refresh();
+  forja::test::settle_journal(window_);
   auto* list = runs_pane->findChild<QTreeWidget*>(QStringLiteral("runList"));
   QCOMPARE(list->topLevelItemCount(), 2);
   QTreeWidgetItem* first_item = list->topLevelItem(1);
@@ -483,6 +499,7 @@ void TestTrainPane::missingWorkerSaysWhy() {
       ->setText(tmp_->filePath(QStringLiteral("run2")));
   QSignalSpy died(pane_, &TrainPane::run_failed);
   pane_->start();
+  forja::test::settle_journal(window_);
   QTRY_COMPARE_WITH_TIMEOUT(died.count(), 1, 60000);
   const auto* box = pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"));
   QVERIFY2(box->hint().contains(QStringLiteral("no-such-model")),

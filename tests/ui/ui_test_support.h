@@ -21,9 +21,30 @@
 #include <string>
 #include <vector>
 
+#include "forja/journal.h"
+#include "journal_service.h"
+#include "main_window.h"
 #include "ui_init.h"
 
 namespace forja::test {
+
+// Until the window's journal is quiet: every request the panes made has run and its answer reached the
+// pane, including the requests those answers made in turn.
+inline void settle_journal(forja::ui::MainWindow* window) {
+  forja::ui::JournalService* journal = window->context().journal;
+  quint64 seen = 0;
+  do {
+    seen = journal->requests_made();
+    journal->wait_for_requests();
+    QCoreApplication::sendPostedEvents();
+  } while (journal->requests_made() != seen);
+}
+
+// The window's journal as it stands once settled, read through a connection of the test's own.
+inline forja::Journal read_journal(forja::ui::MainWindow* window) {
+  settle_journal(window);
+  return forja::Journal(window->context().journal->path().toStdString());
+}
 
 // Settings and XDG files go to ~/.qttest (QStandardPaths test mode) under a per-suite application name, and
 // start empty: a suite never sees the user's real window state or another suite's.
@@ -181,8 +202,9 @@ class EventLoopWatch {
   static constexpr qint64 kMaxCpuMs = 50, kMaxOwnMs = 1000;
   bool within_bounds() const { return longest_cpu < kMaxCpuMs && longest_own < kMaxOwnMs; }
   QString report() const {
-    return QStringLiteral("%1 ticks; longest turn %2 ms of GUI-thread CPU (bound %3), longest gap %4 ms of "
-                          "which %5 ms not waiting for a CPU (bound %6)%7")
+    return QStringLiteral(
+               "%1 ticks; longest turn %2 ms of GUI-thread CPU (bound %3), longest gap %4 ms of "
+               "which %5 ms not waiting for a CPU (bound %6)%7")
         .arg(ticks)
         .arg(longest_cpu)
         .arg(kMaxCpuMs)

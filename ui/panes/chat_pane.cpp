@@ -35,6 +35,7 @@
 #include "forja/journal.h"
 #include "form_util.h"
 #include "format.h"
+#include "journal_service.h"
 #if FORJA_UI_HAS_SERVE
 #include "serve_box.h"
 #endif
@@ -88,9 +89,8 @@ ChatPane::ChatPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   build_layout();
   wire_controls();
   wire_worker();
-  if (!context_.journal)
-    error_->show_error(tr("Chats are not saved: %1").arg(context_.journal_error), context_.journal_hint,
-                       ErrorBox::Severity::Warning);
+  connect(context_.journal, &JournalService::unavailable, this, &ChatPane::show_journal_unavailable);
+  if (const auto& why = context_.journal->open_failure()) show_journal_unavailable(why->message, why->hint);
   refresh_chats();
   update_controls();
 }
@@ -570,9 +570,21 @@ void ChatPane::finish_generation() {
   Q_EMIT answer_finished();
 }
 
+void ChatPane::show_journal_unavailable(const QString& message, const QString& hint) {
+  journal_ok_ = false;
+  error_->show_error(tr("Chats are not saved: %1").arg(message), hint, ErrorBox::Severity::Warning);
+  update_controls();
+}
+
+void ChatPane::show_journal_failure(const JournalFailure& why) {
+  error_->show_error(why.message, why.hint);
+}
+
 void ChatPane::new_chat() {
   if (generating_) return;
   chat_id_ = 0;
+  chat_cell_ = std::make_shared<std::atomic<int64_t>>(0);
+  chat_started_ = false;
   saved_system_.clear();
   shown_.clear();
   render_conversation();
@@ -590,17 +602,30 @@ void ChatPane::new_chat() {
 }
 
 void ChatPane::open_chat(int64_t chat_id) {
-  if (generating_ || !context_.journal || chat_id == chat_id_) return;
-  std::vector<forja::MessageRecord> messages;
-  std::optional<forja::ChatRecord> record;
-  try {
-    messages = context_.journal->messages(chat_id);
-    for (const auto& c : context_.journal->chats())
-      if (c.id == chat_id) record = c;
-  } catch (const forja::Error& e) {
-    error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
-    return;
-  }
+  if (generating_ || !journal_ok_ || chat_id == chat_id_) return;
+  struct Opened {
+    std::vector<forja::MessageRecord> messages;
+    std::optional<forja::ChatRecord> record;
+  };
+  const int token = ++open_token_;
+  context_.journal->request(
+      this,
+      [chat_id](forja::Journal& j) {
+        Opened o{j.messages(chat_id), std::nullopt};
+        for (const auto& c : j.chats())
+          if (c.id == chat_id) o.record = c;
+        return o;
+      },
+      [this, chat_id, token](const Opened& o) {
+        // A later click, an answer begun or a new chat meanwhile wins over this one.
+        if (token != open_token_ || generating_) return;
+        show_opened_chat(chat_id, o.messages, o.record);
+      },
+      [this](const JournalFailure& why) { show_journal_failure(why); });
+}
+
+void ChatPane::show_opened_chat(int64_t chat_id, const std::vector<forja::MessageRecord>& messages,
+                                const std::optional<forja::ChatRecord>& record) {
   error_->clear();
   shown_.clear();
   std::vector<forja::ChatTurn> turns;
@@ -615,6 +640,8 @@ void ChatPane::open_chat(int64_t chat_id) {
     turns.push_back({m.role, m.content});
   }
   chat_id_ = chat_id;
+  chat_cell_ = std::make_shared<std::atomic<int64_t>>(chat_id);
+  chat_started_ = true;
   saved_system_ = system;
   system_prompt_->setPlainText(system);
   worker_->set_conversation(system, turns);
@@ -626,43 +653,44 @@ void ChatPane::open_chat(int64_t chat_id) {
                              .arg(QDir::toNativeSeparators(chat_model))
                        : QString());
   update_controls();
+  Q_EMIT chat_opened(chat_id);
 }
 
 void ChatPane::delete_selected_chat() {
   QListWidgetItem* item = chat_list_->currentItem();
-  if (!item || generating_ || !context_.journal) return;
+  if (!item || generating_ || !journal_ok_) return;
   const int64_t id = item->data(Qt::UserRole).toLongLong();
   const auto answer = QMessageBox::question(this, tr("Delete chat"),
                                             tr("Delete the chat “%1” and its messages?").arg(item->text()),
                                             QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
   if (answer != QMessageBox::Yes) return;
-  try {
-    context_.journal->delete_chat(id);
-  } catch (const forja::Error& e) {
-    error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
-    return;
-  }
-  if (id == chat_id_) new_chat();
-  refresh_chats();
+  context_.journal->request(
+      this, [id](forja::Journal& j) { return j.delete_chat(id); },
+      [this, id](bool) {
+        if (id == chat_id_) new_chat();
+        refresh_chats();
+      },
+      [this](const JournalFailure& why) { show_journal_failure(why); });
 }
 
 void ChatPane::refresh_chats() {
-  if (!context_.journal) return;
-  std::vector<forja::ChatRecord> chats;
-  try {
-    chats = context_.journal->chats();
-  } catch (const forja::Error& e) {
-    error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
-    return;
-  }
-  const QSignalBlocker quiet(chat_list_);
-  chat_list_->clear();
-  for (const auto& c : chats) {
-    auto* item = new QListWidgetItem(chat_list_);
-    describe_chat_item(item, c);
-    if (c.id == chat_id_) chat_list_->setCurrentItem(item);
-  }
-  update_controls();
+  context_.journal->request(
+      this, [](forja::Journal& j) { return j.chats(); },
+      [this](const std::vector<forja::ChatRecord>& chats) {
+        const QSignalBlocker quiet(chat_list_);
+        chat_list_->clear();
+        for (const auto& c : chats) {
+          auto* item = new QListWidgetItem(chat_list_);
+          describe_chat_item(item, c);
+          if (c.id == chat_id_) chat_list_->setCurrentItem(item);
+        }
+        update_controls();
+        Q_EMIT chats_listed(static_cast<int>(chats.size()));
+      },
+      [this](const JournalFailure& why) {
+        // The pane already said, once, that chats are not saved.
+        if (!context_.journal->open_failure()) show_journal_failure(why);
+      });
 }
 
 void ChatPane::describe_chat_item(QListWidgetItem* item, const forja::ChatRecord& c) {
@@ -677,48 +705,63 @@ void ChatPane::describe_chat_item(QListWidgetItem* item, const forja::ChatRecord
 }
 
 void ChatPane::save_exchange(const QString& user_text, const QString& answer) {
-  if (!context_.journal || user_text.isEmpty()) return;
+  if (!journal_ok_ || user_text.isEmpty()) return;
   const QString system = system_prompt_->toPlainText().trimmed();
-  try {
-    // One transaction: a crash keeps the whole exchange (with the chat it opened) or none of it.
-    const bool opens_chat = chat_id_ == 0;
-    std::vector<std::pair<std::string, std::string>> messages;
-    if (system != (opens_chat ? QString() : saved_system_))
-      messages.emplace_back(kSystem.toStdString(), system.toStdString());
-    messages.emplace_back(kUser.toStdString(), user_text.toStdString());
-    messages.emplace_back(kAssistant.toStdString(), answer.toStdString());
-    forja::ChatRecord c;
-    if (opens_chat) {
-      const bool adapter_on = adapter_loaded_ && adapter_on_->isChecked();
-      c.title = chat_title(user_text).toStdString();
-      c.model_dir = model_dir_.toStdString();
-      c.adapter_path = adapter_on ? adapter_dir_.toStdString() : std::string();
-    }
-    c.id = chat_id_ = context_.journal->add_exchange(chat_id_, c, messages);
-    saved_system_ = system;
-    const QSignalBlocker quiet(chat_list_);
-    if (opens_chat) {
-      c.updated_at_ms = forja::journal_now_ms();
-      // The list grows by this one item, at the top (most recently updated first), without reading the
-      // journal's whole chat list again on every answer.
-      auto* item = new QListWidgetItem;
-      describe_chat_item(item, c);
-      chat_list_->insertItem(0, item);
-      chat_list_->setCurrentItem(item);
-    } else {
-      // An older chat continued moves to the top.
-      for (int row = 0; row < chat_list_->count(); ++row)
-        if (chat_list_->item(row)->data(Qt::UserRole).toLongLong() == chat_id_) {
-          QListWidgetItem* item = chat_list_->takeItem(row);
+  const bool opens_chat = !chat_started_;
+  std::vector<std::pair<std::string, std::string>> messages;
+  if (system != (opens_chat ? QString() : saved_system_))
+    messages.emplace_back(kSystem.toStdString(), system.toStdString());
+  messages.emplace_back(kUser.toStdString(), user_text.toStdString());
+  messages.emplace_back(kAssistant.toStdString(), answer.toStdString());
+  forja::ChatRecord c;
+  const bool adapter_on = adapter_loaded_ && adapter_on_->isChecked();
+  c.title = chat_title(user_text).toStdString();
+  c.model_dir = model_dir_.toStdString();
+  c.adapter_path = adapter_on ? adapter_dir_.toStdString() : std::string();
+  chat_started_ = true;
+  saved_system_ = system;
+  // The journal thread learns the chat's id from the first exchange and keeps it in the cell, so that a
+  // second answer saved before the first one's id reached this thread joins the same chat.
+  auto cell = chat_cell_;
+  context_.journal->request(
+      this,
+      [cell, c, messages](forja::Journal& j) {
+        // One transaction: a crash keeps the whole exchange (with the chat it opened) or none of it.
+        const int64_t before = cell->load();
+        const int64_t id = j.add_exchange(before, c, messages);
+        cell->store(id);
+        return std::pair<int64_t, bool>(id, before == 0);
+      },
+      [this, cell, c](const std::pair<int64_t, bool>& saved) mutable {
+        const auto [id, opened] = saved;
+        if (cell == chat_cell_) chat_id_ = id;
+        const QSignalBlocker quiet(chat_list_);
+        if (opened) {
+          c.id = id;
+          c.updated_at_ms = forja::journal_now_ms();
+          // The list grows by this one item, at the top (most recently updated first), without reading the
+          // journal's whole chat list again on every answer.
+          auto* item = new QListWidgetItem;
+          describe_chat_item(item, c);
           chat_list_->insertItem(0, item);
-          chat_list_->setCurrentItem(item);
-          break;
+          if (cell == chat_cell_) chat_list_->setCurrentItem(item);
+        } else {
+          // An older chat continued moves to the top.
+          for (int row = 0; row < chat_list_->count(); ++row)
+            if (chat_list_->item(row)->data(Qt::UserRole).toLongLong() == id) {
+              QListWidgetItem* item = chat_list_->takeItem(row);
+              chat_list_->insertItem(0, item);
+              if (cell == chat_cell_) chat_list_->setCurrentItem(item);
+              break;
+            }
         }
-    }
-  } catch (const forja::Error& e) {
-    error_->show_error(tr("This chat could not be saved: %1").arg(QString::fromStdString(e.message())),
-                       QString::fromStdString(e.hint()), ErrorBox::Severity::Warning);
-  }
+        update_controls();
+        Q_EMIT exchange_saved(id);
+      },
+      [this](const JournalFailure& why) {
+        error_->show_error(tr("This chat could not be saved: %1").arg(why.message), why.hint,
+                           ErrorBox::Severity::Warning);
+      });
   update_controls();
 }
 
@@ -774,8 +817,8 @@ void ChatPane::update_controls() {
   send_->setEnabled(model_ready_ && idle);
   stop_->setEnabled(generating_);
   new_chat_->setEnabled(idle);
-  chat_list_->setEnabled(idle && context_.journal != nullptr);
-  delete_chat_->setEnabled(idle && context_.journal && chat_list_->currentItem() != nullptr);
+  chat_list_->setEnabled(idle && journal_ok_);
+  delete_chat_->setEnabled(idle && journal_ok_ && chat_list_->currentItem() != nullptr);
   if (!adapter_loaded_ && compare_mode_->isChecked()) compare_mode_->setChecked(false);
   compare_mode_->setEnabled(idle && adapter_loaded_);
   adapter_on_->setVisible(adapter_loaded_);

@@ -11,7 +11,11 @@
 #include <QString>
 #include <QVector>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
 
 #include "chat_worker.h"
 #include "pane.h"
@@ -30,12 +34,14 @@ class QTextCursor;
 
 namespace forja {
 struct ChatRecord;
-}
+struct MessageRecord;
+}  // namespace forja
 
 namespace forja::ui {
 
 class ErrorBox;
 class ServeBox;
+struct JournalFailure;
 
 class ChatPane : public Pane {
   Q_OBJECT
@@ -74,6 +80,10 @@ class ChatPane : public Pane {
   void adapter_ready(const QString& adapter_dir);
   // A send or a comparison finished (stopped ones included).
   void answer_finished();
+  // The journal's answers, which come back after the request that asked for them.
+  void exchange_saved(qint64 chat_id);
+  void chat_opened(qint64 chat_id);
+  void chats_listed(int count);
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -110,6 +120,10 @@ class ChatPane : public Pane {
   // Writes the finished exchange to the journal (creating the chat on its first one). A journal that cannot
   // be written shows in the error box; the chat goes on unsaved.
   void save_exchange(const QString& user_text, const QString& answer);
+  void show_opened_chat(int64_t chat_id, const std::vector<forja::MessageRecord>& messages,
+                        const std::optional<forja::ChatRecord>& record);
+  void show_journal_unavailable(const QString& message, const QString& hint);
+  void show_journal_failure(const JournalFailure& why);
   // An item of the chat list showing `chat` (title, id, time and model in its tooltip).
   void describe_chat_item(QListWidgetItem* item, const forja::ChatRecord& chat);
   QString describe(const ChatReply& reply) const;
@@ -126,9 +140,15 @@ class ChatPane : public Pane {
   bool generating_ = false;
   bool comparing_ = false;
   bool new_chat_after_answer_ = false;  // the model changed while an answer was being written
-  int64_t chat_id_ = 0;
-  QString saved_system_;  // the system prompt the journal has for this chat
-  QString pending_user_;  // the message being answered
+  int64_t chat_id_ = 0;  // the open chat's id, once the journal gave it (0: new, or not saved yet)
+  // The chat this conversation's exchanges go to, as the journal thread knows it; a new conversation gets a
+  // new cell, so an exchange still being saved never lands in the next one.
+  std::shared_ptr<std::atomic<int64_t>> chat_cell_ = std::make_shared<std::atomic<int64_t>>(0);
+  bool chat_started_ = false;  // an exchange of this conversation has been handed to the journal
+  bool journal_ok_ = true;     // false once the journal could not be opened
+  int open_token_ = 0;         // the newest chat opening asked for; older answers are dropped
+  QString saved_system_;       // the system prompt the journal has for this chat
+  QString pending_user_;       // the message being answered
   QVector<Shown> shown_;
   int answer_start_ = -1;  // where the answer being written begins in the conversation document
 

@@ -30,6 +30,7 @@
 #include "format.h"
 #include "jobs/export_job.h"
 #include "jobs/job_monitor.h"
+#include "journal_service.h"
 #include "theme.h"
 
 namespace forja::ui {
@@ -181,6 +182,7 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   poll_ = new QTimer(this);
   poll_->setInterval(kPollIntervalMs);
   connect(poll_, &QTimer::timeout, this, &RunsPane::refresh);
+  connect(context_.journal, &JournalService::unavailable, this, &RunsPane::show_journal_error);
   refresh();
 }
 
@@ -193,17 +195,35 @@ void RunsPane::show_journal_error(const QString& message, const QString& hint) {
 }
 
 void RunsPane::refresh() {
-  if (!context_.journal) {
-    show_journal_error(context_.journal_error, context_.journal_hint);
+  // A poll never queues behind one still waiting for the journal (a slow disk would pile them up).
+  if (refreshing_) {
+    refresh_again_ = true;
     return;
   }
-  std::vector<forja::RunRecord> runs;
-  try {
-    runs = context_.journal->runs();
-  } catch (const forja::Error& e) {
-    show_journal_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
-    return;
+  refreshing_ = true;
+  context_.journal->request(
+      this, [](forja::Journal& j) { return j.runs(); },
+      [this](std::vector<forja::RunRecord> runs) {
+        show_runs(std::move(runs));
+        refresh_done();
+      },
+      [this](const JournalFailure& why) {
+        show_journal_error(why.message, why.hint);
+        refresh_done();
+      });
+}
+
+void RunsPane::refresh_done() {
+  refreshing_ = false;
+  if (refresh_again_) {
+    refresh_again_ = false;
+    refresh();
+  } else {
+    Q_EMIT refreshed();
   }
+}
+
+void RunsPane::show_runs(std::vector<forja::RunRecord> runs) {
   if (journal_error_) error_->clear();  // an export's error stays until the next export
   journal_error_ = false;
   list_->setEnabled(true);
@@ -269,31 +289,43 @@ void RunsPane::select_runs(const std::vector<int64_t>& ids) {
 }
 
 void RunsPane::update_plot() {
-  plot_->clearGraphs();
   const std::vector<int64_t> ids = selected_run_ids();
+  std::vector<std::pair<int64_t, std::string>> wanted;  // in the list's order, so the colours stay put
+  for (const auto& r : runs_)
+    if (std::find(ids.begin(), ids.end(), r.id) != ids.end()) wanted.emplace_back(r.id, r.name);
+  const int token = ++plot_token_;
+  context_.journal->request(
+      this,
+      [wanted](forja::Journal& j) {
+        std::vector<std::vector<forja::MetricPoint>> points;
+        for (const auto& w : wanted) points.push_back(j.metrics(w.first));
+        return points;
+      },
+      [this, wanted, token](const std::vector<std::vector<forja::MetricPoint>>& points) {
+        if (token == plot_token_) draw_plot(wanted, points);
+      },
+      [this](const JournalFailure& why) { show_journal_error(why.message, why.hint); });
+}
+
+void RunsPane::draw_plot(const std::vector<std::pair<int64_t, std::string>>& runs,
+                         const std::vector<std::vector<forja::MetricPoint>>& metrics) {
+  plot_->clearGraphs();
   int color = 0;
-  for (const auto& r : runs_) {
-    if (std::find(ids.begin(), ids.end(), r.id) == ids.end()) continue;
-    std::vector<forja::MetricPoint> points;
-    try {
-      points = context_.journal->metrics(r.id);
-    } catch (const forja::Error& e) {
-      show_journal_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
-      return;
-    }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const QString name = QString::fromStdString(runs[i].second);
     QVector<double> steps, loss, eval_steps, eval_loss;
-    for (const auto& p : points) {
+    for (const auto& p : metrics[i]) {
       if (p.loss) steps << double(p.step), loss << *p.loss;
       if (p.eval_loss) eval_steps << double(p.step), eval_loss << *p.eval_loss;
     }
     const QColor c = series_color(color++, palette());
     QCPGraph* train = plot_->addGraph();
-    train->setName(QString::fromStdString(r.name));
+    train->setName(name);
     train->setPen(QPen(c, 2));
     train->setData(steps, loss, true);
     if (!eval_steps.isEmpty()) {
       QCPGraph* eval = plot_->addGraph();
-      eval->setName(tr("%1 (eval)").arg(QString::fromStdString(r.name)));
+      eval->setName(tr("%1 (eval)").arg(name));
       eval->setPen(QPen(c, 1.5, Qt::DashLine));
       eval->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, c, c, 5));
       eval->setData(eval_steps, eval_loss, true);
@@ -305,6 +337,7 @@ void RunsPane::update_plot() {
     plot_->yAxis->scaleRange(1.1);
   }
   plot_->replot();
+  Q_EMIT plot_updated(plot_->graphCount());
 }
 
 void RunsPane::update_details() {
@@ -328,20 +361,26 @@ void RunsPane::update_details() {
     lines << tr("Error: %1").arg(QString::fromStdString(r.error_message));
     if (!r.error_hint.empty()) lines << tr("What to do: %1").arg(QString::fromStdString(r.error_hint));
   }
-  try {
-    const auto checkpoints = context_.journal->checkpoints(r.id);
-    if (!checkpoints.empty())
-      lines
-          << tr("Checkpoints: %1, the last at step %2").arg(checkpoints.size()).arg(checkpoints.back().step);
-  } catch (const forja::Error&) {
-    // The list and the plot already report a broken journal; the details stay as complete as they can.
-  }
   const QByteArray config = QByteArray::fromStdString(r.config_json);
   const QJsonDocument doc = QJsonDocument::fromJson(config);
-  lines << QString() << tr("Configuration:")
-        << (doc.isNull() ? QString::fromUtf8(config)
-                         : QString::fromUtf8(doc.toJson(QJsonDocument::Indented)));
-  details_->setPlainText(lines.join(QLatin1Char('\n')));
+  QStringList tail;
+  tail << QString() << tr("Configuration:")
+       << (doc.isNull() ? QString::fromUtf8(config) : QString::fromUtf8(doc.toJson(QJsonDocument::Indented)));
+  details_->setPlainText((lines + tail).join(QLatin1Char('\n')));
+  // The checkpoint line follows once the journal has answered.
+  const int token = ++details_token_;
+  const int64_t id = r.id;
+  context_.journal->request(
+      this, [id](forja::Journal& j) { return j.checkpoints(id); },
+      [this, lines, tail, token](const std::vector<forja::CheckpointRecord>& checkpoints) mutable {
+        if (token != details_token_ || checkpoints.empty()) return;
+        lines << tr("Checkpoints: %1, the last at step %2")
+                     .arg(checkpoints.size())
+                     .arg(checkpoints.back().step);
+        details_->setPlainText((lines + tail).join(QLatin1Char('\n')));
+      },
+      // The list and the plot already report a broken journal; the details stay as complete as they can.
+      [](const JournalFailure&) {});
 }
 
 void RunsPane::update_buttons() {
@@ -350,29 +389,33 @@ void RunsPane::update_buttons() {
   for (const auto& r : runs_)
     if (r.status != forja::RunStatus::Running && std::find(ids.begin(), ids.end(), r.id) != ids.end())
       any_deletable = true;
-  delete_->setEnabled(context_.journal && any_deletable);
+  delete_->setEnabled(!journal_error_ && any_deletable);
   bool one_with_adapter = false;
   for (const auto& r : runs_)
     if (ids.size() == 1 && r.id == ids.front()) one_with_adapter = !r.adapter_path.empty();
   chat_->setEnabled(one_with_adapter);
-  export_csv_->setEnabled(context_.journal && ids.size() == 1);
+  export_csv_->setEnabled(!journal_error_ && ids.size() == 1);
   export_->setEnabled(one_with_adapter && !exporting());
   cancel_export_->setVisible(exporting());
 }
 
 void RunsPane::export_metrics_csv(const QString& path) {
   const std::vector<int64_t> ids = selected_run_ids();
-  if (!context_.journal || ids.size() != 1) return;
+  if (ids.size() != 1) return;
   error_->clear();
-  std::string csv;
-  try {
-    csv = forja::metrics_csv(context_.journal->metrics(ids.front()));
-  } catch (const forja::Error& e) {
-    show_journal_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
-    Q_EMIT metrics_exported(false, path);
-    return;
-  }
-  // The file is written on a thread of its own: a slow or full disk never stalls the window.
+  const int64_t id = ids.front();
+  context_.journal->request(
+      this, [id](forja::Journal& j) { return forja::metrics_csv(j.metrics(id)); },
+      [this, path](std::string csv) { write_metrics_csv(std::move(csv), path); },
+      [this, path](const JournalFailure& why) {
+        show_journal_error(why.message, why.hint);
+        Q_EMIT metrics_exported(false, path);
+      });
+}
+
+void RunsPane::write_metrics_csv(std::string csv, const QString& path) {
+  // The file is written on a thread of its own, not the journal's: a slow or full disk stalls neither the
+  // window nor the journal.
   auto* error = new QString;
   QThread* writer = QThread::create([csv = std::move(csv), file = path.toStdString(), error] {
     try {
@@ -443,7 +486,7 @@ void RunsPane::cancel_export() {
 }
 
 void RunsPane::delete_selected() {
-  if (!context_.journal) return;
+  if (journal_error_) return;
   std::vector<const forja::RunRecord*> victims;
   const std::vector<int64_t> ids = selected_run_ids();
   for (const auto& r : runs_)
@@ -464,14 +507,24 @@ void RunsPane::delete_selected() {
   ask.setDefaultButton(QMessageBox::Cancel);
   if (ask.exec() != QMessageBox::Yes) return;
 
-  int deleted = 0;
-  try {
-    for (const auto* r : victims) deleted += context_.journal->delete_run(r->id) ? 1 : 0;
-  } catch (const forja::Error& e) {
-    error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
-  }
-  refresh();
-  Q_EMIT runs_deleted(deleted);
+  std::vector<int64_t> victim_ids;
+  for (const auto* r : victims) victim_ids.push_back(r->id);
+  context_.journal->request(
+      this,
+      [victim_ids](forja::Journal& j) {
+        int deleted = 0;
+        for (const int64_t id : victim_ids) deleted += j.delete_run(id) ? 1 : 0;
+        return deleted;
+      },
+      [this](int deleted) {
+        refresh();
+        Q_EMIT runs_deleted(deleted);
+      },
+      [this](const JournalFailure& why) {
+        error_->show_error(why.message, why.hint);
+        refresh();
+        Q_EMIT runs_deleted(0);
+      });
 }
 
 void RunsPane::showEvent(QShowEvent* event) {

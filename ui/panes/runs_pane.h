@@ -9,6 +9,8 @@
 #include <QString>
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "forja/journal.h"
@@ -47,8 +49,7 @@ class RunsPane : public Pane {
   QString title() const override { return tr("Runs"); }
   QIcon icon() const override { return QIcon(QStringLiteral(":/icons/runs.svg")); }
 
-  // Re-reads the journal, keeping the selection. Journal reads run on the GUI thread: in WAL mode a reader
-  // never waits for the worker's writes, and the queries touch an index only.
+  // Re-reads the journal (on the journal's thread), keeping the selection; refreshed() once shown.
   void refresh();
   std::vector<int64_t> selected_run_ids() const;
   void select_runs(const std::vector<int64_t>& ids);
@@ -74,6 +75,9 @@ class RunsPane : public Pane {
   void chat_requested(const QString& model_dir, const QString& adapter_dir);
   void export_finished(bool ok, const QString& destination);
   void metrics_exported(bool ok, const QString& path);
+  // The journal's answers, which come back after the request that asked for them.
+  void refreshed();
+  void plot_updated(int graphs);
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -81,7 +85,12 @@ class RunsPane : public Pane {
   void changeEvent(QEvent* event) override;
 
  private:
+  void refresh_done();
+  void show_runs(std::vector<forja::RunRecord> runs);
   void update_plot();
+  void draw_plot(const std::vector<std::pair<int64_t, std::string>>& runs,
+                 const std::vector<std::vector<forja::MetricPoint>>& metrics);
+  void write_metrics_csv(std::string csv, const QString& path);
   void update_details();
   void update_buttons();
   void show_journal_error(const QString& message, const QString& hint);
@@ -100,6 +109,10 @@ class RunsPane : public Pane {
   QLabel* export_status_;
   QPushButton* cancel_export_;
   QPointer<ExportJob> export_job_;
+  bool refreshing_ = false;     // a runs() request is in flight
+  bool refresh_again_ = false;  // and another refresh was asked for meanwhile
+  int plot_token_ = 0;          // the newest plot asked for; older answers are dropped
+  int details_token_ = 0;
   bool journal_error_ = false;  // the error box shows the journal's error (cleared once it reads again)
   QTimer* poll_;
 };

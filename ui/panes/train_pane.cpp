@@ -41,6 +41,7 @@
 #include "forja/train.h"
 #include "form_util.h"
 #include "format.h"
+#include "journal_service.h"
 #include "plot.h"
 #include "theme.h"
 #include "train_worker.h"
@@ -463,14 +464,15 @@ void TrainPane::on_finished(const QJsonObject& r) {
 void TrainPane::on_died(const QString& tail) {
   // The worker could not say so itself: its journal row still says running. The Runs pane shows it as
   // interrupted from now on; Start resumes it (the worker continues the same row).
-  if (context_.journal) {
-    try {
-      context_.journal->mark_interrupted(
-          [](int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; });
-    } catch (const forja::Error& e) {
-      log(tr("the run journal could not be updated: %1").arg(QString::fromStdString(e.message())));
-    }
-  }
+  context_.journal->write(
+      this,
+      [](forja::Journal& j) {
+        j.mark_interrupted([](int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; });
+      },
+      [this](const JournalFailure& why) {
+        if (!context_.journal->open_failure())
+          log(tr("the run journal could not be updated: %1").arg(why.message));
+      });
   const QString last = tail.section(QLatin1Char('\n'), -3);
   error_->show_error(tr("The training process ended without finishing."),
                      last.isEmpty()
@@ -597,25 +599,41 @@ void TrainPane::start() {
                        tr("Pick cuda or cpu, or set the workers to 1."));
     return;
   }
+  if (running() || starting_) return;
   const QString out = output_dir_->text();
   train_again_->setVisible(false);
-  if (context_.journal) {
-    // Its checkpoint is the last step, so a "resume" would train nothing and only overwrite how it ended.
-    try {
-      if (const auto done = forja::completed_run_in(*context_.journal, out.toStdString())) {
+  starting_ = true;
+  update_buttons();
+  // Its checkpoint is the last step, so a "resume" would train nothing and only overwrite how it ended.
+  context_.journal->request(
+      this, [dir = out.toStdString()](forja::Journal& j) { return forja::completed_run_in(j, dir); },
+      [this, out](const std::optional<forja::RunRecord>& done) {
+        starting_ = false;
+        if (!done) {
+          launch(out, true);
+          return;
+        }
         error_->show_error(
             tr("The run \u201c%1\u201d in %2 already completed; starting it again would rewrite its history.")
                 .arg(QString::fromStdString(done->name), out),
             tr("Train again as a new run: it gets a folder of its own, and this run stays as it is."),
             ErrorBox::Severity::Warning);
         train_again_->setVisible(true);
-        return;
-      }
-    } catch (const forja::Error& e) {
-      error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
-      return;
-    }
-  }
+        update_buttons();
+      },
+      [this, out](const JournalFailure& why) {
+        starting_ = false;
+        // A journal that could not be opened keeps no history, but the run itself can still go.
+        if (context_.journal->open_failure()) {
+          launch(out, false);
+          return;
+        }
+        error_->show_error(why.message, why.hint);
+        update_buttons();
+      });
+}
+
+void TrainPane::launch(const QString& out, bool with_journal) {
   if (!QDir().mkpath(out)) {
     error_->show_error(tr("%1: the output folder cannot be created").arg(out), tr("Choose another folder."));
     return;
@@ -627,8 +645,7 @@ void TrainPane::start() {
     return;
   }
   f.close();
-  const QString journal =
-      context_.journal ? QString::fromStdString(context_.journal->path().string()) : QString();
+  const QString journal = with_journal ? context_.journal->path() : QString();
   QStringList extra;
   if (workers_->value() > 1)
     extra << (device_->currentText() == QLatin1String("cpu") ? QStringLiteral("--nproc")
@@ -737,7 +754,7 @@ void TrainPane::log(const QString& line) {
 void TrainPane::update_buttons() {
   const bool run = running();
   const bool ready = !model_dir_.isEmpty() && !dataset_.isEmpty();
-  start_->setEnabled(!run && ready);
+  start_->setEnabled(!run && !starting_ && ready);
   start_->setText(QFile::exists(QDir(output_dir_->text()).filePath(QStringLiteral("progress.jsonl")))
                       ? tr("Resume")
                       : tr("Start"));

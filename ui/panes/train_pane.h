@@ -101,6 +101,8 @@ class TrainPane : public Pane {
   void on_died(const QString& tail);
   void log(const QString& line);
   void update_buttons();
+  // start()'s second half, once the journal has said the folder holds no completed run.
+  void launch(const QString& out, bool with_journal);
   QCustomPlot* make_plot(const QString& name, const QString& y_label);
 
   void update_estimate();
@@ -124,6 +126,7 @@ class TrainPane : public Pane {
   QCheckBox *checkpointing_, *selective_, *base_4bit_, *packing_;
   QPushButton *start_, *pause_, *stop_, *export_;
   QPushButton* train_again_;  // shown when Start meets a folder whose run completed
+  bool starting_ = false;     // Start asked the journal about the folder and waits for its answer
   QProgressBar* progress_;
   QLabel* status_;
   ErrorBox* error_;
