@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include <sqlite3.h>
@@ -53,6 +54,94 @@ void raw_exec(const std::filesystem::path& path, const char* sql) {
   sqlite3_close(db);
 }
 
+// A disk that fills up on demand: SQLite's default VFS with every write answering SQLITE_FULL while `full` is
+// set, as a real ENOSPC makes the unix VFS answer. Registered as the default VFS, so the journal's own open
+// goes through it.
+namespace full_disk {
+
+std::atomic<bool> full{false};
+sqlite3_vfs* real_vfs = nullptr;
+sqlite3_vfs vfs;
+sqlite3_io_methods methods;
+
+struct File {
+  sqlite3_file base;
+  sqlite3_file* real;  // the real VFS's file, allocated right after this struct
+};
+
+sqlite3_file* real(sqlite3_file* f) {
+  return reinterpret_cast<File*>(f)->real;
+}
+
+int write(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
+  if (full) return SQLITE_FULL;
+  return real(f)->pMethods->xWrite(real(f), data, n, offset);
+}
+
+int open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* out_flags) {
+  auto* file = reinterpret_cast<File*>(f);
+  file->real = reinterpret_cast<sqlite3_file*>(file + 1);
+  const int rc = real_vfs->xOpen(real_vfs, name, file->real, flags, out_flags);
+  file->base.pMethods = file->real->pMethods ? &methods : nullptr;
+  return rc;
+}
+
+// Every method but xWrite passes the call to the real file.
+void install() {
+  real_vfs = sqlite3_vfs_find(nullptr);
+  vfs = *real_vfs;
+  vfs.zName = "forja-full-disk";
+  vfs.szOsFile = static_cast<int>(sizeof(File)) + real_vfs->szOsFile;
+  vfs.xOpen = open;
+  methods.iVersion = 3;
+  methods.xClose = [](sqlite3_file* f) { return real(f)->pMethods->xClose(real(f)); };
+  methods.xRead = [](sqlite3_file* f, void* d, int n, sqlite3_int64 o) {
+    return real(f)->pMethods->xRead(real(f), d, n, o);
+  };
+  methods.xWrite = write;
+  methods.xTruncate = [](sqlite3_file* f, sqlite3_int64 size) {
+    return full ? SQLITE_FULL : real(f)->pMethods->xTruncate(real(f), size);
+  };
+  methods.xSync = [](sqlite3_file* f, int flags) { return real(f)->pMethods->xSync(real(f), flags); };
+  methods.xFileSize = [](sqlite3_file* f, sqlite3_int64* size) {
+    return real(f)->pMethods->xFileSize(real(f), size);
+  };
+  methods.xLock = [](sqlite3_file* f, int l) { return real(f)->pMethods->xLock(real(f), l); };
+  methods.xUnlock = [](sqlite3_file* f, int l) { return real(f)->pMethods->xUnlock(real(f), l); };
+  methods.xCheckReservedLock = [](sqlite3_file* f, int* out) {
+    return real(f)->pMethods->xCheckReservedLock(real(f), out);
+  };
+  methods.xFileControl = [](sqlite3_file* f, int op, void* arg) {
+    return real(f)->pMethods->xFileControl(real(f), op, arg);
+  };
+  methods.xSectorSize = [](sqlite3_file* f) { return real(f)->pMethods->xSectorSize(real(f)); };
+  methods.xDeviceCharacteristics = [](sqlite3_file* f) {
+    return real(f)->pMethods->xDeviceCharacteristics(real(f));
+  };
+  methods.xShmMap = [](sqlite3_file* f, int region, int size, int extend, void volatile** out) {
+    return real(f)->pMethods->xShmMap(real(f), region, size, extend, out);
+  };
+  methods.xShmLock = [](sqlite3_file* f, int offset, int n, int flags) {
+    return real(f)->pMethods->xShmLock(real(f), offset, n, flags);
+  };
+  methods.xShmBarrier = [](sqlite3_file* f) { real(f)->pMethods->xShmBarrier(real(f)); };
+  methods.xShmUnmap = [](sqlite3_file* f, int del) { return real(f)->pMethods->xShmUnmap(real(f), del); };
+  methods.xFetch = [](sqlite3_file* f, sqlite3_int64 o, int n, void** out) {
+    return real(f)->pMethods->xFetch(real(f), o, n, out);
+  };
+  methods.xUnfetch = [](sqlite3_file* f, sqlite3_int64 o, void* p) {
+    return real(f)->pMethods->xUnfetch(real(f), o, p);
+  };
+  QCOMPARE(sqlite3_vfs_register(&vfs, 1), SQLITE_OK);
+}
+
+void uninstall() {
+  sqlite3_vfs_unregister(&vfs);
+  sqlite3_vfs_register(real_vfs, 1);
+}
+
+}  // namespace full_disk
+
 }  // namespace
 
 class TestJournal : public QObject {
@@ -76,6 +165,7 @@ class TestJournal : public QObject {
   void survivesSigkillOfWriter();
   void checkpointRowsFollowTheDisk();
   void exchangeIsAllOrNothing();
+  void fullDiskKeepsWhatWasCommitted();
 };
 
 void TestJournal::createsSchemaInWalMode() {
@@ -583,6 +673,60 @@ void TestJournal::exchangeIsAllOrNothing() {
   QCOMPARE(j.messages(chat).size(), size_t(3));
   // A chat that is not there is an error, not messages without a chat.
   QVERIFY_THROWS_EXCEPTION(forja::Error, j.add_exchange(chat + 100, c, exchange));
+}
+
+void TestJournal::fullDiskKeepsWhatWasCommitted() {
+  // The disk fills up in the middle of a run and a chat: each write that cannot land fails with an error that
+  // names the journal and says the disk is full, nothing half-written stays, the rows committed before are
+  // intact, and once there is room again the same connection carries on.
+  full_disk::install();
+  QTemporaryDir dir;
+  const auto path = temp_file(dir, "journal.db");
+  {
+    Journal j(path);
+    const int64_t run = j.create_run(sample_run("filling"));
+    for (int64_t step = 1; step <= 10; ++step) j.append_metrics(run, {point(step, 2.0 - 0.1 * double(step))});
+    j.add_checkpoint(run, 10, "/runs/filling/checkpoints/step-10", 1.0);
+    forja::ChatRecord c;
+    c.title = "chat";
+    const int64_t chat = j.add_exchange(0, c, {{"user", "Olá"}, {"assistant", "Oi!"}});
+
+    full_disk::full = true;
+    auto expect_full = [&](const std::function<void()>& write) {
+      try {
+        write();
+        QFAIL("a write on a full disk did not fail");
+      } catch (const forja::Error& e) {
+        QVERIFY2(QString::fromStdString(e.message()).contains(QString::fromStdString(path.string())),
+                 e.message().c_str());
+        QVERIFY2(QString::fromStdString(e.hint()).contains(QStringLiteral("disk is full")), e.hint().c_str());
+      }
+    };
+    expect_full([&] { j.append_metrics(run, {point(11, 0.9)}); });
+    expect_full([&] { j.add_checkpoint(run, 11, "/runs/filling/checkpoints/step-11", 0.9); });
+    expect_full([&] { j.add_exchange(chat, c, {{"user", "E agora?"}, {"assistant", "Nada."}}); });
+    expect_full([&] { j.finish_run(run, RunStatus::Completed, 0.9, std::nullopt, "/runs/filling/adapter"); });
+    // Reads go on while the disk is full.
+    QCOMPARE(j.metrics(run).size(), size_t(10));
+    QCOMPARE(j.messages(chat).size(), size_t(2));
+    QCOMPARE(j.run(run)->status, RunStatus::Running);
+
+    full_disk::full = false;
+    j.append_metrics(run, {point(11, 0.9)});
+    j.finish_run(run, RunStatus::Completed, 0.9, std::nullopt, "/runs/filling/adapter");
+  }
+  full_disk::uninstall();
+  Journal j(path);
+  QCOMPARE(QString::fromStdString(j.integrity_check()), QStringLiteral("ok"));
+  const auto runs = j.runs();
+  QCOMPARE(runs.size(), size_t(1));
+  QCOMPARE(runs[0].status, RunStatus::Completed);
+  const auto metrics = j.metrics(runs[0].id);
+  QCOMPARE(metrics.size(), size_t(11));
+  for (size_t i = 0; i < metrics.size(); ++i) QCOMPARE(metrics[i].step, int64_t(i + 1));
+  QCOMPARE(j.checkpoints(runs[0].id).size(), size_t(1));
+  QCOMPARE(j.chats().size(), size_t(1));
+  QCOMPARE(j.messages(j.chats()[0].id).size(), size_t(2));
 }
 
 QTEST_GUILESS_MAIN(TestJournal)
