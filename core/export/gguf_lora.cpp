@@ -2,9 +2,7 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <regex>
 #include <vector>
 
@@ -12,12 +10,12 @@
 #include "forja/gguf.h"
 #include "forja/model_config.h"
 #include "forja/nf4.h"
+#include "forja/peft_config.h"
 #include "forja/safetensors.h"
 
 namespace forja::exporter {
 namespace {
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 // The fp32 values of a safetensors tensor (F32, F16 or BF16).
 std::vector<float> floats(const io::SafetensorsFile& f, const io::TensorInfo& t) {
@@ -71,40 +69,9 @@ uint64_t write_gguf_lora(const fs::path& model_dir, const fs::path& adapter_dir,
                 "Export the merged model instead (--merge --format gguf).");
   const std::string arch = c.family == Family::Qwen2 ? "qwen2" : "llama";
 
-  const fs::path config_path = adapter_dir / "adapter_config.json";
-  std::ifstream in(config_path);
-  if (!in) throw Error(config_path.string() + ": cannot read the adapter's config");
-  json cfg;
-  try {
-    cfg = json::parse(in);
-  } catch (const json::exception& e) {
-    throw Error(config_path.string() + ": not JSON: " + e.what());
-  }
-  auto truthy = [&](const char* key) {
-    return cfg.contains(key) && cfg[key].is_boolean() && cfg[key].get<bool>();
-  };
-  auto nonempty = [&](const char* key) {
-    return cfg.contains(key) && !cfg[key].is_null() && !cfg[key].empty();
-  };
-  if (cfg.value("peft_type", std::string("LORA")) != "LORA")
-    throw Error(config_path.string() + ": a " + cfg.value("peft_type", std::string()) +
-                " adapter is not LoRA");
-  if (truthy("use_dora")) throw Error(config_path.string() + ": DoRA adapters have no llama.cpp equivalent");
-  if (truthy("lora_bias") || cfg.value("bias", std::string("none")) != "none")
-    throw Error(config_path.string() + ": the adapter trains biases, which llama.cpp's LoRA cannot apply");
-  if (nonempty("alpha_pattern"))
-    throw Error(config_path.string() +
-                ": per-module alphas (alpha_pattern): llama.cpp's adapter has one alpha");
-  if (nonempty("modules_to_save"))
-    throw Error(config_path.string() + ": the adapter saves whole modules (modules_to_save)",
-                "Export the merged model instead (--merge --format gguf).");
-  if (!cfg.contains("r") || !cfg["r"].is_number() || !cfg.contains("lora_alpha") ||
-      !cfg["lora_alpha"].is_number())
-    throw Error(config_path.string() + ": no r or lora_alpha");
-  const double r = cfg["r"].get<double>();
-  double alpha = cfg["lora_alpha"].get<double>();
+  const PeftLoraConfig cfg = read_peft_config_file(adapter_dir);
   // llama.cpp scales by alpha / rank; rsLoRA by alpha / sqrt(rank).
-  if (truthy("use_rslora")) alpha *= std::sqrt(r);
+  const double alpha = cfg.use_rslora ? cfg.alpha * std::sqrt(static_cast<double>(cfg.rank)) : cfg.alpha;
 
   const fs::path weights = adapter_dir / "adapter_model.safetensors";
   if (!fs::exists(weights)) throw Error(adapter_dir.string() + ": no adapter_model.safetensors");

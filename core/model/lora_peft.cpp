@@ -9,8 +9,8 @@
 #include "causal_lm.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
+#include "forja/peft_config.h"
 #include "forja/safetensors.h"
-#include "util/json_number.h"
 #include "weights.h"
 
 namespace forja {
@@ -18,46 +18,13 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 LoraOptions read_peft_config(const fs::path& dir) {
-  const fs::path path = dir / "adapter_config.json";
-  if (!fs::exists(path))
-    throw_file_error(dir.string(), "has no adapter_config.json",
-                     "Open the folder PEFT's save_pretrained wrote.");
-  json j;
-  try {
-    j = json::parse(read_text_file(path));
-  } catch (const json::exception& e) {
-    throw_file_error(path.string(), std::string("is not valid JSON: ") + e.what());
-  }
-  auto unsupported = [&](const std::string& what) {
-    throw_file_error(path.string(), what + " is not supported by Forja's LoRA",
-                     "Train the adapter with plain LoRA (no DoRA, no per-module ranks, bias \"none\").");
-  };
-  if (!j.is_object()) throw_file_error(path.string(), "is not a JSON object");
+  const PeftLoraConfig c = read_peft_config_file(dir);
   LoraOptions o;
-  // Inside the try: value() throws a json type_error for a field of the wrong type (a numeric peft_type).
-  try {
-    if (j.value("peft_type", std::string("LORA")) != "LORA")
-      unsupported("peft_type " + j["peft_type"].dump());
-    if (j.value("use_dora", false)) unsupported("DoRA (use_dora)");
-    if (j.contains("rank_pattern") && j["rank_pattern"].is_object() && !j["rank_pattern"].empty())
-      unsupported("rank_pattern");
-    if (j.contains("alpha_pattern") && j["alpha_pattern"].is_object() && !j["alpha_pattern"].empty())
-      unsupported("alpha_pattern");
-    if (j.value("bias", std::string("none")) != "none") unsupported("bias " + j["bias"].dump());
-    const auto rank = json_int(j.at("r"), 1, 1 << 16);
-    if (!rank)
-      throw_file_error(path.string(), "\"r\" is " + j["r"].dump() + ", not a LoRA rank from 1 to 65536");
-    o.rank = *rank;
-    o.alpha = j.value("lora_alpha", 8.0);
-    o.dropout = j.value("lora_dropout", 0.0);
-    o.use_rslora = j.value("use_rslora", false);
-    o.target_modules.clear();
-    const json& t = j.at("target_modules");
-    if (t.is_string()) unsupported("a regular-expression target_modules");
-    for (const auto& m : t) o.target_modules.push_back(m.get<std::string>());
-  } catch (const json::exception& e) {
-    throw_file_error(path.string(), std::string("unexpected field: ") + e.what());
-  }
+  o.rank = c.rank;
+  o.alpha = c.alpha;
+  o.dropout = c.dropout;
+  o.use_rslora = c.use_rslora;
+  o.target_modules = c.target_modules;
   return o;
 }
 
