@@ -62,6 +62,9 @@ if a and b and len(a) == len(b):
         y = load_file(f"{w}/small_gpus1/adapter/adapter_model.safetensors")
         err = max(((x[k] - y[k]).abs().max() / y[k].abs().max().clamp_min(1e-30)).item() for k in x)
         print(f"fixture, fp32: adapter relative error {err:.2e} (bound 1e-5: {'met' if err <= 1e-5 else 'NOT met'})")
+        same = all(open(f"{w}/small_plain/adapter/{f}", "rb").read() == open(f"{w}/small_gpus1/adapter/{f}", "rb").read()
+                   for f in ("adapter_model.safetensors", "adapter_config.json"))
+        print(f"fixture, fp32: adapter files byte-identical: {'yes' if same else 'no'}")
     except Exception as e:
         print("adapter comparison failed:", e)
 else:
