@@ -1,8 +1,5 @@
 #include "util/sha1.h"
 
-#include <algorithm>
-#include <cstring>
-
 namespace forja {
 namespace {
 
@@ -12,13 +9,11 @@ constexpr uint32_t rotl(uint32_t x, int n) {
 
 }  // namespace
 
-Sha1::Sha1() : h_{0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0} {}
+Sha1::Sha1() : MerkleDamgard({0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0}) {}
 
 void Sha1::block(const uint8_t* p) {
   uint32_t w[80];
-  for (int i = 0; i < 16; ++i)
-    w[i] =
-        uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 | p[4 * i + 3];
+  for (int i = 0; i < 16; ++i) w[i] = big_endian_word(p + 4 * i);
   for (int i = 16; i < 80; ++i) w[i] = rotl(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
   uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4];
   for (int i = 0; i < 80; ++i) {
@@ -36,37 +31,6 @@ void Sha1::block(const uint8_t* p) {
     e = d, d = c, c = rotl(b, 30), b = a, a = t;
   }
   h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e;
-}
-
-void Sha1::update(const void* data, size_t size) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  total_ += size;
-  if (buffered_) {
-    const size_t take = std::min(size, 64 - buffered_);
-    std::memcpy(buf_ + buffered_, p, take);
-    buffered_ += take, p += take, size -= take;
-    if (buffered_ < 64) return;
-    block(buf_);
-    buffered_ = 0;
-  }
-  for (; size >= 64; p += 64, size -= 64) block(p);
-  std::memcpy(buf_, p, size);
-  buffered_ = size;
-}
-
-std::string Sha1::hex_digest() {
-  const uint64_t bits = total_ * 8;
-  const uint8_t one = 0x80, zero = 0;
-  update(&one, 1);
-  while (buffered_ != 56) update(&zero, 1);
-  uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = uint8_t(bits >> (56 - 8 * i));
-  update(len, 8);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (uint32_t v : h_)
-    for (int s = 28; s >= 0; s -= 4) out += hex[(v >> s) & 0xf];
-  return out;
 }
 
 std::string sha1_hex(std::string_view data) {

@@ -6,20 +6,17 @@
 #include <string>
 #include <string_view>
 
+#include "util/merkle_damgard.h"
+
 namespace forja {
 
-class Sha1 {
+class Sha1 : public MerkleDamgard<Sha1, 5> {
  public:
   Sha1();
-  void update(const void* data, size_t size);
-  std::string hex_digest();  // finishes; call once
 
  private:
+  friend class MerkleDamgard<Sha1, 5>;
   void block(const uint8_t* p);
-  uint32_t h_[5];
-  uint8_t buf_[64];
-  size_t buffered_ = 0;
-  uint64_t total_ = 0;
 };
 
 std::string sha1_hex(std::string_view data);

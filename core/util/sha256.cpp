@@ -27,13 +27,12 @@ constexpr uint32_t rotr(uint32_t x, int n) {
 }  // namespace
 
 Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+    : MerkleDamgard(
+          {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19}) {}
 
 void Sha256::block(const uint8_t* p) {
   uint32_t w[64];
-  for (int i = 0; i < 16; ++i)
-    w[i] =
-        uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 | p[4 * i + 3];
+  for (int i = 0; i < 16; ++i) w[i] = big_endian_word(p + 4 * i);
   for (int i = 16; i < 64; ++i) {
     const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
     const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -47,37 +46,6 @@ void Sha256::block(const uint8_t* p) {
     h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
   }
   h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g, h_[7] += h;
-}
-
-void Sha256::update(const void* data, size_t size) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  total_ += size;
-  if (buffered_) {
-    const size_t take = std::min(size, 64 - buffered_);
-    std::memcpy(buf_ + buffered_, p, take);
-    buffered_ += take, p += take, size -= take;
-    if (buffered_ < 64) return;
-    block(buf_);
-    buffered_ = 0;
-  }
-  for (; size >= 64; p += 64, size -= 64) block(p);
-  std::memcpy(buf_, p, size);
-  buffered_ = size;
-}
-
-std::string Sha256::hex_digest() {
-  const uint64_t bits = total_ * 8;
-  const uint8_t one = 0x80, zero = 0;
-  update(&one, 1);
-  while (buffered_ != 56) update(&zero, 1);
-  uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = uint8_t(bits >> (56 - 8 * i));
-  update(len, 8);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (uint32_t v : h_)
-    for (int s = 28; s >= 0; s -= 4) out += hex[(v >> s) & 0xf];
-  return out;
 }
 
 std::string sha256_hex(std::string_view data) {

@@ -7,20 +7,17 @@
 #include <string>
 #include <string_view>
 
+#include "util/merkle_damgard.h"
+
 namespace forja {
 
-class Sha256 {
+class Sha256 : public MerkleDamgard<Sha256, 8> {
  public:
   Sha256();
-  void update(const void* data, size_t size);
-  std::string hex_digest();  // finishes; call once
 
  private:
+  friend class MerkleDamgard<Sha256, 8>;
   void block(const uint8_t* p);
-  uint32_t h_[8];
-  uint8_t buf_[64];
-  size_t buffered_ = 0;
-  uint64_t total_ = 0;
 };
 
 std::string sha256_hex(std::string_view data);
