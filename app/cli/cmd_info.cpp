@@ -7,15 +7,6 @@
 
 namespace {
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) b /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
-  return buf;
-}
-
 std::string human_count(double n) {
   char buf[32];
   if (n >= 1e9)
@@ -61,7 +52,8 @@ int run_info(forja::cli::Args& args) {
   std::printf("Parameters    %s (%lld)\n", human_count(static_cast<double>(m.parameters)).c_str(),
               static_cast<long long>(m.parameters));
   std::printf("Dtype         %s, %s on disk in %zu file(s)\n", m.checkpoint_dtype.c_str(),
-              human_bytes(static_cast<double>(m.checkpoint_bytes)).c_str(), m.weight_files.size());
+              forja::cli::human_bytes(static_cast<double>(m.checkpoint_bytes)).c_str(),
+              m.weight_files.size());
   std::printf("Layers        %lld, hidden %lld, MLP %lld\n", static_cast<long long>(m.layers),
               static_cast<long long>(m.hidden_size), static_cast<long long>(m.intermediate_size));
   std::printf("Heads         %lld query, %lld key/value, head size %lld\n", static_cast<long long>(m.heads),
@@ -71,7 +63,7 @@ int run_info(forja::cli::Args& args) {
   std::printf("Vocabulary    %lld%s\n", static_cast<long long>(m.vocab_size),
               m.tied_embeddings ? " (head tied to the embedding)" : "");
   std::printf("Weights bf16  %s (GPU memory for the weights alone)\n",
-              human_bytes(static_cast<double>(m.bf16_weight_bytes)).c_str());
+              forja::cli::human_bytes(static_cast<double>(m.bf16_weight_bytes)).c_str());
   std::string tok;
   for (const auto& t : m.tokenizer_files) tok += (tok.empty() ? "" : ", ") + t;
   std::printf("Tokenizer     %s\n", tok.empty() ? "none found" : tok.c_str());

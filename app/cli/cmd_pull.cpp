@@ -21,15 +21,6 @@ std::vector<std::string> split_globs(const std::optional<std::string>& text) {
   return out;
 }
 
-std::string size_text(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) b /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
-}
-
 void print_plan(const forja::hub::PullPlan& p) {
   std::printf("Repository  %s @ %s (commit %s)\n", p.repo_id.c_str(), p.revision.c_str(), p.commit.c_str());
   std::printf(
@@ -38,10 +29,11 @@ void print_plan(const forja::hub::PullPlan& p) {
   std::printf("Tokenizer   %s\n",
               p.tokenizer.empty() ? "none (Forja cannot chat with or train it)" : p.tokenizer.c_str());
   std::printf("Files       %zu, %s (%s to download, %s free in the cache)\n", p.files.size(),
-              size_text(double(p.total_bytes)).c_str(), size_text(double(p.download_bytes)).c_str(),
-              size_text(double(p.free_bytes)).c_str());
+              forja::cli::human_bytes(double(p.total_bytes), 1).c_str(),
+              forja::cli::human_bytes(double(p.download_bytes), 1).c_str(),
+              forja::cli::human_bytes(double(p.free_bytes), 1).c_str());
   for (const auto& f : p.files)
-    std::printf("  %10s  %s\n", size_text(double(f.size)).c_str(), f.path.c_str());
+    std::printf("  %10s  %s\n", forja::cli::human_bytes(double(f.size), 1).c_str(), f.path.c_str());
   if (!p.left_out.empty()) {
     std::printf("Left out    %zu file(s):\n", p.left_out.size());
     for (const auto& f : p.left_out) std::printf("              %s\n", f.c_str());
@@ -101,13 +93,13 @@ int run_pull(forja::cli::Args& args) {
       std::fprintf(stderr, "\r[%s%s] %5.1f%%  %s/s  ETA %ds  %-40.40s",
                    std::string(size_t(filled), '#').c_str(), std::string(size_t(width - filled), '.').c_str(),
                    p.total ? 100.0 * double(p.done) / double(p.total) : 100.0,
-                   size_text(p.bytes_per_second).c_str(), int(eta), p.file.c_str());
+                   forja::cli::human_bytes(p.bytes_per_second, 1).c_str(), int(eta), p.file.c_str());
     }
   };
   const auto plan = forja::hub::plan_pull(o);
   if (!json_progress) {
     std::printf("Pulling %s @ %s: %zu file(s), %s to download\n", plan.repo_id.c_str(), plan.commit.c_str(),
-                plan.files.size(), size_text(double(plan.download_bytes)).c_str());
+                plan.files.size(), forja::cli::human_bytes(double(plan.download_bytes), 1).c_str());
     if (!plan.architecture_supported)
       std::printf("Note: Forja cannot load this model yet: %s\n", plan.support_note.c_str());
     std::fflush(stdout);

@@ -72,4 +72,13 @@ std::string model_dir_arg(const Args& args, size_t i) {
   return hub::resolve_model_dir(text, args.flag("pull"), progress).string();
 }
 
+std::string human_bytes(double bytes, int decimals) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f %s", u == 0 ? 0 : decimals, bytes, units[u]);
+  return buf;
+}
+
 }  // namespace forja::cli

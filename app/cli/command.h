@@ -56,6 +56,9 @@ std::map<std::string, Command>& registry();
 // found in the Hub cache, downloaded first when the command was given --pull (its "pull" flag).
 std::string model_dir_arg(const Args& args, size_t i);
 
+// A byte count for people: "812 B", "3.42 GiB" (binary units, `decimals` after the point above bytes).
+std::string human_bytes(double bytes, int decimals = 2);
+
 struct Registrar {
   explicit Registrar(Command c) { registry().emplace(c.name, std::move(c)); }
   Registrar(const char* name, std::string (*more_help)()) { registry().at(name).more_help = more_help; }
