@@ -284,7 +284,11 @@ bool download_blob(HttpClient& http, const PullOptions& o, const PullPlan& plan,
       std::fclose(out);
       if (was_cancelled) return false;
       if (!flushed) throw_file_error(part.string(), "cannot write (is the disk full?)");
-      if (r.status >= 400) throw_hub_error(o.settings, r, plan.repo_id, f.path);
+      if (r.status >= 400) {
+        // Bytes kept from an earlier attempt stay for the next pull to resume; an empty file is only litter.
+        if (fs::file_size(part, ec) == 0) fs::remove(part, ec);
+        throw_hub_error(o.settings, r, plan.repo_id, f.path);
+      }
       if (!broken.reason.empty()) {
         if (broken.reason == "range") {  // the server ignored Range: start this file over
           fs::remove(part, ec);

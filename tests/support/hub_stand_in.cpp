@@ -104,7 +104,8 @@ HubStandIn::HubStandIn() {
                                          "authorized list");
                 }
                 auto f = repo.files.find(req.matches[4]);
-                if (f == repo.files.end()) return hub_error(res, 404, "EntryNotFound", "Entry not found");
+                if (f == repo.files.end() || f->second.listed_only)
+                  return hub_error(res, 404, "EntryNotFound", "Entry not found");
                 res.set_header("X-Repo-Commit", repo.commit);
                 if (f->second.lfs) {
                   const std::string sha = sha256(f->second.content);

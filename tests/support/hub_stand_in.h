@@ -18,6 +18,7 @@
 struct StandInFile {
   std::string content;
   bool lfs = false;
+  bool listed_only = false;  // in the API's listing, but its resolve URL answers 404 EntryNotFound
 };
 
 struct StandInRepo {

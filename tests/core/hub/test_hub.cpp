@@ -79,6 +79,9 @@ class TestHub : public QObject {
     pickles.files["config.json"] = {read_all(kLlama / "config.json"), false};
     pickles.files["pytorch_model.bin"] = {"pickle", true};
     hub_->add_repo("forja-test/pickles", pickles);
+    StandInRepo gone = HubStandIn::repo_from_folder(kDemo, kDemoCommit);
+    gone.files["tokenizer.json"].listed_only = true;
+    hub_->add_repo("forja-test/listed-but-gone", gone);
   }
   void cleanup() {
     hub_.reset();
@@ -297,6 +300,30 @@ class TestHub : public QObject {
     e = error_of([&] { forja::hub::pull(options("forja-test/pickles")); });
     QVERIFY2(e.contains("only PyTorch pickle weights") && e.contains("never loads pickles"), qPrintable(e));
     QVERIFY(!fs::exists(repo_dir("forja-test/pickles") / "blobs"));
+  }
+
+  void listedFileThatIsGoneIsNamed() {
+    // The listing names tokenizer.json but its download answers 404 EntryNotFound (a mirror that lost it):
+    // the pull stops naming the file and the repository, leaves no partial download, and the files it did
+    // fetch stay whole for the next try.
+    const QString e = error_of([&] { forja::hub::pull(options("forja-test/listed-but-gone")); });
+    QVERIFY2(e.contains("tokenizer.json was not found in forja-test/listed-but-gone"), qPrintable(e));
+    const fs::path dir = repo_dir("forja-test/listed-but-gone");
+    QVERIFY(!fs::exists(dir / "snapshots" / kDemoCommit / "tokenizer.json"));
+    for (const auto& entry : fs::recursive_directory_iterator(dir))
+      QVERIFY2(entry.path().extension() != ".incomplete", entry.path().c_str());
+    if (fs::exists(dir / "blobs"))
+      for (const auto& blob : fs::directory_iterator(dir / "blobs")) {
+        const std::string name = blob.path().filename().string();
+        if (name.size() == 40) {
+          const std::string bytes = read_all(blob.path());
+          forja::Sha1 id = forja::git_blob_hasher(bytes.size());
+          id.update(bytes.data(), bytes.size());
+          QCOMPARE(id.hex_digest(), name);
+        } else {
+          QCOMPARE(forja::sha256_file(blob.path()), name);
+        }
+      }
   }
 
   void gatedModelNeedsItsToken() {
