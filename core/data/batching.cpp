@@ -52,7 +52,7 @@ DataCursor DataCursor::from_json(std::string_view text) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {  // a syntax error, or a number beyond a double (1e999)
     fail("not valid JSON");
   }
   if (!j.is_object()) fail("not a JSON object");

@@ -129,6 +129,9 @@ nlohmann::json parse_json_at(std::string_view text, const std::string& file, siz
     throw RecordError(
         {file, at_line,
          "not valid JSON (column " + std::to_string(column) + "): " + clean_parse_message(e.what())});
+  } catch (const nlohmann::json::exception& e) {
+    // Well-formed but beyond what a double holds, such as 1e999 (json's out_of_range.406).
+    throw RecordError({file, line, "not valid JSON: " + clean_parse_message(e.what())});
   }
 }
 

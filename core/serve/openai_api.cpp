@@ -51,7 +51,7 @@ json parse_object(const std::string& body) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double (1e999)
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");

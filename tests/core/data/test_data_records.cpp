@@ -176,6 +176,8 @@ class TestDataRecords : public QObject {
   void badLinesNameFileAndLine() {
     const std::string ok = R"({"text":"fine"})";
     expect_bad(ok + "\n" + ok + "\n{\"text\": \"unterminated}\n", 3, {"not valid JSON"});
+    // Well-formed JSON with a number no double holds: refused at its line like any other bad JSON.
+    expect_bad(ok + "\n" + R"({"instruction":"I","output":1e999})" + "\n", 2, {"not valid JSON", "1e999"});
     expect_bad(ok + "\n" + R"({"instruction":"I"})" + "\n", 2, {"missing field 'output'"});
     expect_bad(R"({"instruction":"I","output":5})", 1, {"'output'", "must be a string", "a number"});
     expect_bad(R"({"instruction":"I","output":"O","input":["x"]})", 1,

@@ -355,6 +355,10 @@ class TestServe : public QObject {
     check_error_shape(post("/v1/chat/completions", std::string("{\"model\": \"model\", \"messages\": [")),
                       400, nullptr, nullptr);
     check_error_shape(post("/v1/chat/completions", std::string("[1, 2]")), 400, nullptr, nullptr);
+    // Well-formed, but a number no double holds: still the client's mistake, not a server error.
+    check_error_shape(
+        post("/v1/chat/completions", std::string("{\"model\": \"model\", \"temperature\": 1e999}")), 400,
+        nullptr, nullptr);
     check_error_shape(post("/v1/chat/completions", json{{"model", "model"}}), 400,
                       "missing_required_parameter", "messages");
     check_error_shape(post("/v1/chat/completions", json{{"messages", messages_json(user("hi"))}}), 400,
