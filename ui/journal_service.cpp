@@ -1,22 +1,9 @@
 #include "journal_service.h"
 
-#include <cerrno>
-#include <csignal>
-
 #include "forja/journal.h"
+#include "train_worker.h"
 
 namespace forja::ui {
-namespace {
-
-// A worker process that is gone leaves its run marked Running; kill(pid, 0) asks whether the pid still
-// exists. (A reused pid makes a dead run look alive until that process ends too: the safe side of the
-// mistake.)
-bool process_alive(int64_t pid) {
-  if (pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
-}
-
-}  // namespace
 
 // Touched only by tasks on the pool's one thread.
 struct JournalService::State {
@@ -32,7 +19,7 @@ JournalService::JournalService(const QString& path, QObject* parent)
     std::optional<JournalFailure> failure;
     try {
       state.journal = std::make_unique<forja::Journal>(file);
-      state.journal->mark_interrupted(process_alive);
+      state.journal->mark_interrupted([](int64_t pid) { return TrainWorker::process_alive(pid); });
     } catch (const forja::Error& e) {
       state.journal.reset();
       failure = JournalFailure{QString::fromStdString(e.message()), QString::fromStdString(e.hint())};

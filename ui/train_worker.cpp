@@ -14,14 +14,11 @@
 #include <cerrno>
 
 namespace forja::ui {
-namespace {
 
-bool alive(qint64 pid) {
+bool TrainWorker::process_alive(qint64 pid) {
   if (pid <= 0) return false;
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
-
-}  // namespace
 
 TrainWorker::TrainWorker(QObject* parent) : QObject(parent), timer_(new QTimer(this)) {
   timer_->setInterval(kPollMs);
@@ -96,12 +93,12 @@ void TrainWorker::kill() {
 }
 
 bool TrainWorker::running() const {
-  return !done_ && alive(pid_);
+  return !done_ && process_alive(pid_);
 }
 
 void TrainWorker::poll() {
   // Read before checking liveness, so the lines a worker wrote just before it exited are never lost.
-  const bool was_alive = alive(pid_);
+  const bool was_alive = process_alive(pid_);
   QFile f(QDir(output_dir_).filePath(QStringLiteral("progress.jsonl")));
   if (f.open(QIODevice::ReadOnly) && f.size() > read_pos_) {
     f.seek(read_pos_);

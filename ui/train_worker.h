@@ -22,6 +22,9 @@ class TrainWorker : public QObject {
 
   // Where forja-cli is: FORJA_CLI, else beside this executable, else one folder up (the build tree's app/).
   static QString cli_path();
+  // Whether a worker's pid still names a live process (kill(pid, 0)). A reused pid makes a dead run look
+  // alive until that process ends too: the safe side of the mistake.
+  static bool process_alive(qint64 pid);
 
   // Starts the worker on `config_path` (a TrainConfig JSON) writing into `output_dir`. False with error() set
   // when the process could not start.
@@ -44,10 +47,10 @@ class TrainWorker : public QObject {
   static constexpr int kPollMs = 100;
 
  Q_SIGNALS:
-  void step(const QJsonObject& progress);    // {"event":"step", step, total_steps, loss, lr, grad_norm, ...}
-  void message(const QString& text);         // the engine's messages and the worker's stderr lines
+  void step(const QJsonObject& progress);     // {"event":"step", step, total_steps, loss, lr, grad_norm, ...}
+  void message(const QString& text);          // the engine's messages and the worker's stderr lines
   void checkpoint(const QJsonObject& saved);  // {"event":"checkpoint", step, path}: written after its step
-  void finished(const QJsonObject& result);  // {"event":"done", outcome, steps, adapter, checkpoint}
+  void finished(const QJsonObject& result);   // {"event":"done", outcome, steps, adapter, checkpoint}
   // The process is gone without a "done" line: killed, crashed, out of memory. `log` is worker.log's tail.
   void died(const QString& log);
 

@@ -25,8 +25,6 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
-#include <signal.h>
-
 #include <ctime>
 #include <span>
 #include <type_traits>
@@ -467,7 +465,7 @@ void TrainPane::on_died(const QString& tail) {
   context_.journal->write(
       this,
       [](forja::Journal& j) {
-        j.mark_interrupted([](int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; });
+        j.mark_interrupted([](int64_t pid) { return TrainWorker::process_alive(pid); });
       },
       [this](const JournalFailure& why) {
         if (!context_.journal->open_failure())
