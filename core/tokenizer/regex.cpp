@@ -92,7 +92,6 @@ size_t run_while(std::string_view s, size_t i, Pred pred, size_t max_chars = SIZ
 
 const auto is_letter = [](const Ch& c) { return c.cls == kLetter; };
 const auto is_number = [](const Ch& c) { return c.cls == kNumber; };
-const auto is_space = [](const Ch& c) { return c.cls == kSpace; };
 const auto is_other = [](const Ch& c) { return c.cls == kOther; };
 
 // 's|'t|'re|'ve|'m|'ll|'d at i (s[i] == '\''), in that order; caseless for Llama 3's (?i:...), where PCRE2
