@@ -653,7 +653,6 @@ void ChatPane::show_opened_chat(int64_t chat_id, const std::vector<forja::Messag
                              .arg(QDir::toNativeSeparators(chat_model))
                        : QString());
   update_controls();
-  Q_EMIT chat_opened(chat_id);
 }
 
 void ChatPane::delete_selected_chat() {
@@ -685,7 +684,6 @@ void ChatPane::refresh_chats() {
           if (c.id == chat_id_) chat_list_->setCurrentItem(item);
         }
         update_controls();
-        Q_EMIT chats_listed(static_cast<int>(chats.size()));
       },
       [this](const JournalFailure& why) {
         // The pane already said, once, that chats are not saved.
@@ -756,7 +754,6 @@ void ChatPane::save_exchange(const QString& user_text, const QString& answer) {
             }
         }
         update_controls();
-        Q_EMIT exchange_saved(id);
       },
       [this](const JournalFailure& why) {
         error_->show_error(tr("This chat could not be saved: %1").arg(why.message), why.hint,

@@ -80,10 +80,6 @@ class ChatPane : public Pane {
   void adapter_ready(const QString& adapter_dir);
   // A send or a comparison finished (stopped ones included).
   void answer_finished();
-  // The journal's answers, which come back after the request that asked for them.
-  void exchange_saved(qint64 chat_id);
-  void chat_opened(qint64 chat_id);
-  void chats_listed(int count);
 
  protected:
   void showEvent(QShowEvent* event) override;

@@ -218,8 +218,6 @@ void RunsPane::refresh_done() {
   if (refresh_again_) {
     refresh_again_ = false;
     refresh();
-  } else {
-    Q_EMIT refreshed();
   }
 }
 
@@ -337,7 +335,6 @@ void RunsPane::draw_plot(const std::vector<std::pair<int64_t, std::string>>& run
     plot_->yAxis->scaleRange(1.1);
   }
   plot_->replot();
-  Q_EMIT plot_updated(plot_->graphCount());
 }
 
 void RunsPane::update_details() {

@@ -49,7 +49,7 @@ class RunsPane : public Pane {
   QString title() const override { return tr("Runs"); }
   QIcon icon() const override { return QIcon(QStringLiteral(":/icons/runs.svg")); }
 
-  // Re-reads the journal (on the journal's thread), keeping the selection; refreshed() once shown.
+  // Re-reads the journal (on the journal's thread), keeping the selection.
   void refresh();
   std::vector<int64_t> selected_run_ids() const;
   void select_runs(const std::vector<int64_t>& ids);
@@ -75,9 +75,6 @@ class RunsPane : public Pane {
   void chat_requested(const QString& model_dir, const QString& adapter_dir);
   void export_finished(bool ok, const QString& destination);
   void metrics_exported(bool ok, const QString& path);
-  // The journal's answers, which come back after the request that asked for them.
-  void refreshed();
-  void plot_updated(int graphs);
 
  protected:
   void showEvent(QShowEvent* event) override;
