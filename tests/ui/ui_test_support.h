@@ -61,6 +61,8 @@ inline void init_ui_test_environment(const char* suite) {
   QSettings().clear();
   // A 4-bit base's NF4 cache goes there too, not into the user's ~/.cache (the workers inherit it).
   qputenv("FORJA_CACHE_DIR", settings_dir.filePath(QStringLiteral("cache")).toUtf8());
+  // The suites read the window's English words, whatever the language of the machine they run on.
+  forja::ui::install_translations(QLocale(QLocale::English, QLocale::UnitedStates));
 }
 
 struct FakeTensor {

@@ -1,0 +1,1830 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="pt_BR" sourcelanguage="en">
+<context>
+    <name>forja::ui::ChatPane</name>
+    <message>
+        <source>Chat</source>
+        <translation>Chat</translation>
+    </message>
+    <message>
+        <source>Open a model in the Model pane to chat with it.</source>
+        <translation>Abra um modelo no painel Modelo para conversar com ele.</translation>
+    </message>
+    <message>
+        <source>New Chat</source>
+        <translation>Novo chat</translation>
+    </message>
+    <message>
+        <source>Start a new conversation (%1)</source>
+        <translation>Iniciar uma nova conversa (%1)</translation>
+    </message>
+    <message>
+        <source>Delete…</source>
+        <translation>Excluir…</translation>
+    </message>
+    <message>
+        <source>Delete the selected chat and its messages (Del)</source>
+        <translation>Excluir o chat selecionado e suas mensagens (Del)</translation>
+    </message>
+    <message>
+        <source>Chats</source>
+        <translation>Chats</translation>
+    </message>
+    <message>
+        <source>Your conversation appears here.</source>
+        <translation>Sua conversa aparece aqui.</translation>
+    </message>
+    <message>
+        <source>Base model</source>
+        <translation>Modelo base</translation>
+    </message>
+    <message>
+        <source>Fine-tuned (adapter on)</source>
+        <translation>Ajustado (adaptador ligado)</translation>
+    </message>
+    <message>
+        <source>Message (Enter sends, Shift+Enter starts a new line)</source>
+        <translation>Mensagem (Enter envia, Shift+Enter quebra a linha)</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>Enviar</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>Parar</translation>
+    </message>
+    <message>
+        <source>Stop the answer here; what was written so far stays</source>
+        <translation>Parar a resposta aqui; o que já foi escrito permanece</translation>
+    </message>
+    <message>
+        <source>Compare base vs fine-tuned</source>
+        <translation>Comparar base e ajustado</translation>
+    </message>
+    <message>
+        <source>Answer the next message with the adapter off and on, side by side, and score each answer under both models. The answers do not join the conversation.</source>
+        <translation>Responder à próxima mensagem com o adaptador desligado e ligado, lado a lado, e pontuar cada resposta nos dois modelos. As respostas não entram na conversa.</translation>
+    </message>
+    <message>
+        <source>Optional: how the assistant should behave</source>
+        <translation>Opcional: como o assistente deve se comportar</translation>
+    </message>
+    <message>
+        <source>0 always picks the most likely token (greedy); higher is more varied</source>
+        <translation>0 sempre escolhe o token mais provável (greedy); valores maiores dão mais variedade</translation>
+    </message>
+    <message>
+        <source>Sample only from the most likely tokens that together have this probability; 1 is off</source>
+        <translation>Amostrar só entre os tokens mais prováveis que, juntos, somam esta probabilidade; 1 desliga</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>desligado</translation>
+    </message>
+    <message>
+        <source>Sample only from this many most likely tokens; 0 is off</source>
+        <translation>Amostrar só entre esta quantidade de tokens mais prováveis; 0 desliga</translation>
+    </message>
+    <message>
+        <source>Above 1 makes tokens already in the conversation less likely</source>
+        <translation>Acima de 1, torna menos prováveis os tokens que já estão na conversa</translation>
+    </message>
+    <message>
+        <source>The same seed, message and settings give the same answer</source>
+        <translation>A mesma semente, mensagem e configurações dão a mesma resposta</translation>
+    </message>
+    <message>
+        <source>No adapter: answers come from the base model.</source>
+        <translation>Sem adaptador: as respostas vêm do modelo base.</translation>
+    </message>
+    <message>
+        <source>Adapter on</source>
+        <translation>Adaptador ligado</translation>
+    </message>
+    <message>
+        <source>Switch the fine-tuning off and on without reloading</source>
+        <translation>Desligar e ligar o ajuste fino sem recarregar</translation>
+    </message>
+    <message>
+        <source>4-bit base (NF4)</source>
+        <translation>Base em 4 bits (NF4)</translation>
+    </message>
+    <message>
+        <source>Quantize the base model&apos;s projections to 4 bits as it loads (QLoRA&apos;s NF4): about a quarter of the memory for the weights, slightly different answers. Reloads the model; the conversation is kept.</source>
+        <translation>Quantizar as projeções do modelo base para 4 bits ao carregar (NF4 do QLoRA): cerca de um quarto da memória para os pesos, respostas ligeiramente diferentes. Recarrega o modelo; a conversa é mantida.</translation>
+    </message>
+    <message>
+        <source>Load Adapter…</source>
+        <translation>Carregar adaptador…</translation>
+    </message>
+    <message>
+        <source>System prompt:</source>
+        <translation>Prompt de sistema:</translation>
+    </message>
+    <message>
+        <source>Temperature:</source>
+        <translation>Temperatura:</translation>
+    </message>
+    <message>
+        <source>Top-p:</source>
+        <translation>Top-p:</translation>
+    </message>
+    <message>
+        <source>Top-k:</source>
+        <translation>Top-k:</translation>
+    </message>
+    <message>
+        <source>Max new tokens:</source>
+        <translation>Máx. de tokens novos:</translation>
+    </message>
+    <message>
+        <source>Repetition penalty:</source>
+        <translation>Penalidade de repetição:</translation>
+    </message>
+    <message>
+        <source>Seed:</source>
+        <translation>Semente:</translation>
+    </message>
+    <message>
+        <source>Base weights:</source>
+        <translation>Pesos da base:</translation>
+    </message>
+    <message>
+        <source>Adapter</source>
+        <translation>Adaptador</translation>
+    </message>
+    <message>
+        <source>Adapter on: answers come from the fine-tuned model.</source>
+        <translation>Adaptador ligado: as respostas vêm do modelo ajustado.</translation>
+    </message>
+    <message>
+        <source>Adapter off: answers come from the base model.</source>
+        <translation>Adaptador desligado: as respostas vêm do modelo base.</translation>
+    </message>
+    <message>
+        <source>Adapter %1 loads with the model.</source>
+        <translation>O adaptador %1 é carregado com o modelo.</translation>
+    </message>
+    <message>
+        <source>Open a LoRA adapter folder (adapter_config.json)</source>
+        <translation>Abrir uma pasta de adaptador LoRA (adapter_config.json)</translation>
+    </message>
+    <message>
+        <source>%1 — %2</source>
+        <translation>%1 — %2</translation>
+    </message>
+    <message>
+        <source>Could not load %1</source>
+        <translation>Não foi possível carregar %1</translation>
+    </message>
+    <message>
+        <source>Adapter: %1</source>
+        <translation>Adaptador: %1</translation>
+    </message>
+    <message>
+        <source>%1 — loads when this pane is shown.</source>
+        <translation>%1 — carrega quando este painel for exibido.</translation>
+    </message>
+    <message>
+        <source>Loading %1…</source>
+        <translation>Carregando %1…</translation>
+    </message>
+    <message>
+        <source>Loading adapter %1…</source>
+        <translation>Carregando o adaptador %1…</translation>
+    </message>
+    <message>
+        <source>Writing…</source>
+        <translation>Escrevendo…</translation>
+    </message>
+    <message>
+        <source>Stopping…</source>
+        <translation>Parando…</translation>
+    </message>
+    <message>
+        <source>(stopped)</source>
+        <translation>(interrompida)</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n token(s); mean log-prob per token: %1 under the base model, %2 with the adapter</source>
+        <translation>
+            <numerusform>%n token; log-prob média por token: %1 no modelo base, %2 com o adaptador</numerusform>
+            <numerusform>%n tokens; log-prob média por token: %1 no modelo base, %2 com o adaptador</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Base: %1
+Fine-tuned: %2</source>
+        <translation>Base: %1
+Ajustado: %2</translation>
+    </message>
+    <message>
+        <source>Chats are not saved: %1</source>
+        <translation>Os chats não estão sendo salvos: %1</translation>
+    </message>
+    <message>
+        <source>This chat was with %1; new answers come from the model open now.</source>
+        <translation>Este chat foi com %1; as novas respostas vêm do modelo aberto agora.</translation>
+    </message>
+    <message>
+        <source>Delete chat</source>
+        <translation>Excluir chat</translation>
+    </message>
+    <message>
+        <source>Delete the chat “%1” and its messages?</source>
+        <translation>Excluir o chat “%1” e suas mensagens?</translation>
+    </message>
+    <message>
+        <source>%1
+%2</source>
+        <translation>%1
+%2</translation>
+    </message>
+    <message>
+        <source>This chat could not be saved: %1</source>
+        <translation>Não foi possível salvar este chat: %1</translation>
+    </message>
+    <message>
+        <source>You</source>
+        <translation>Você</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>Assistente</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n token(s)</source>
+        <translation>
+            <numerusform>%n token</numerusform>
+            <numerusform>%n tokens</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>%1 tokens/s</source>
+        <translation>%1 tokens/s</translation>
+    </message>
+    <message>
+        <source>first token after %1 ms</source>
+        <translation>primeiro token após %1 ms</translation>
+    </message>
+    <message>
+        <source>%1 of %2 prompt tokens reused</source>
+        <translation>%1 de %2 tokens do prompt reaproveitados</translation>
+    </message>
+    <message>
+        <source>ended: end of text</source>
+        <translation>terminou: fim do texto</translation>
+    </message>
+    <message>
+        <source>ended: end of turn</source>
+        <translation>terminou: fim do turno</translation>
+    </message>
+    <message>
+        <source>ended: stop string</source>
+        <translation>terminou: string de parada</translation>
+    </message>
+    <message>
+        <source>ended: max new tokens reached</source>
+        <translation>terminou: limite de tokens novos atingido</translation>
+    </message>
+    <message>
+        <source>ended: the context is full</source>
+        <translation>terminou: o contexto está cheio</translation>
+    </message>
+    <message>
+        <source>stopped by you</source>
+        <translation>interrompida por você</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::ChatWorker</name>
+    <message>
+        <source>This is an error Forja did not expect. Please report it with the steps that led to it.</source>
+        <translation>Este é um erro que o Forja não esperava. Por favor, relate-o com os passos que levaram a ele.</translation>
+    </message>
+    <message>
+        <source>%1 on %2 (%3), context %4 tokens</source>
+        <translation>%1 em %2 (%3), contexto de %4 tokens</translation>
+    </message>
+    <message>
+        <source>, 4-bit base (NF4)</source>
+        <translation>, base em 4 bits (NF4)</translation>
+    </message>
+    <message>
+        <source>No model is loaded to put the adapter on.</source>
+        <translation>Nenhum modelo carregado para aplicar o adaptador.</translation>
+    </message>
+    <message>
+        <source>Open the adapter&apos;s base model in the Model pane first.</source>
+        <translation>Primeiro abra o modelo base do adaptador no painel Modelo.</translation>
+    </message>
+    <message>
+        <source>No model is loaded.</source>
+        <translation>Nenhum modelo carregado.</translation>
+    </message>
+    <message>
+        <source>Open a model folder in the Model pane, then chat here.</source>
+        <translation>Abra uma pasta de modelo no painel Modelo e depois converse aqui.</translation>
+    </message>
+    <message>
+        <source>Comparing needs a model with an adapter.</source>
+        <translation>A comparação precisa de um modelo com adaptador.</translation>
+    </message>
+    <message>
+        <source>Load a fine-tuned adapter (Load Adapter… or a finished run) first.</source>
+        <translation>Primeiro carregue um adaptador ajustado (Carregar adaptador… ou uma execução concluída).</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::DataPane</name>
+    <message>
+        <source>Training data</source>
+        <translation>Dados de treino</translation>
+    </message>
+    <message>
+        <source>Open Dataset…</source>
+        <translation>Abrir conjunto de dados…</translation>
+    </message>
+    <message>
+        <source>JSONL or JSON files: alpaca (instruction / input / output), chat (messages), ShareGPT (conversations) or plain text (text).</source>
+        <translation>Arquivos JSONL ou JSON: alpaca (instruction / input / output), chat (messages), ShareGPT (conversations) ou texto simples (text).</translation>
+    </message>
+    <message>
+        <source> tokens</source>
+        <translation> tokens</translation>
+    </message>
+    <message>
+        <source>Skip bad lines (and list them)</source>
+        <translation>Pular linhas inválidas (e listá-las)</translation>
+    </message>
+    <message>
+        <source>Train on the prompt too</source>
+        <translation>Treinar também no prompt</translation>
+    </message>
+    <message>
+        <source>Format:</source>
+        <translation>Formato:</translation>
+    </message>
+    <message>
+        <source>Max length:</source>
+        <translation>Comprimento máx.:</translation>
+    </message>
+    <message>
+        <source>Held out for eval:</source>
+        <translation>Reservado para avaliação:</translation>
+    </message>
+    <message>
+        <source>tokens per example</source>
+        <translation>tokens por exemplo</translation>
+    </message>
+    <message>
+        <source>examples</source>
+        <translation>exemplos</translation>
+    </message>
+    <message>
+        <source>Where</source>
+        <translation>Onde</translation>
+    </message>
+    <message>
+        <source>Problem</source>
+        <translation>Problema</translation>
+    </message>
+    <message>
+        <source>Example</source>
+        <translation>Exemplo</translation>
+    </message>
+    <message>
+        <source>Highlighted tokens carry the loss: the model learns to produce them.</source>
+        <translation>Os tokens destacados entram na perda: o modelo aprende a produzi-los.</translation>
+    </message>
+    <message>
+        <source>Open a dataset</source>
+        <translation>Abrir um conjunto de dados</translation>
+    </message>
+    <message>
+        <source>Datasets (*.jsonl *.json);;All files (*)</source>
+        <translation>Conjuntos de dados (*.jsonl *.json);;Todos os arquivos (*)</translation>
+    </message>
+    <message>
+        <source>Reading %1…</source>
+        <translation>Lendo %1…</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;%1 records&lt;/b&gt; read (alpaca %2, chat %3, ShareGPT %4, text %5), %6 skipped.&lt;br&gt;&lt;b&gt;Train:&lt;/b&gt; %7 examples, %8 tokens, %9 trained; length %10–%11 (mean %12).&lt;br&gt;&lt;b&gt;Eval:&lt;/b&gt; %13 examples, %14 tokens.&lt;br&gt;%15 cut to the max length; %16 dropped with nothing to learn.</source>
+        <translation>&lt;b&gt;%1 registros&lt;/b&gt; lidos (alpaca %2, chat %3, ShareGPT %4, texto %5), %6 pulados.&lt;br&gt;&lt;b&gt;Treino:&lt;/b&gt; %7 exemplos, %8 tokens, %9 treinados; comprimento %10–%11 (média %12).&lt;br&gt;&lt;b&gt;Avaliação:&lt;/b&gt; %13 exemplos, %14 tokens.&lt;br&gt;%15 cortados no comprimento máximo; %16 descartados por não terem nada a aprender.</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;%1 records&lt;/b&gt; read, %2 skipped.&lt;br&gt;%3</source>
+        <translation>&lt;b&gt;%1 registros&lt;/b&gt; lidos, %2 pulados.&lt;br&gt;%3</translation>
+    </message>
+    <message>
+        <source>%1 — %2 tokens, %3 trained%4</source>
+        <translation>%1 — %2 tokens, %3 treinados%4</translation>
+    </message>
+    <message>
+        <source>, cut from %1</source>
+        <translation>, cortado de %1</translation>
+    </message>
+    <message>
+        <source>train examples</source>
+        <translation>exemplos de treino</translation>
+    </message>
+    <message>
+        <source>Data</source>
+        <translation>Dados</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::DoctorJob</name>
+    <message>
+        <source>Checking the GPU setup</source>
+        <translation>Verificando a configuração da GPU</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::DoctorPane</name>
+    <message>
+        <source>Is this machine ready to fine-tune?</source>
+        <translation>Esta máquina está pronta para ajuste fino?</translation>
+    </message>
+    <message>
+        <source>Check Again</source>
+        <translation>Verificar de novo</translation>
+    </message>
+    <message>
+        <source>Copy Report</source>
+        <translation>Copiar relatório</translation>
+    </message>
+    <message>
+        <source>Copy the full report, e.g. for a bug report</source>
+        <translation>Copiar o relatório completo, por exemplo para relatar um bug</translation>
+    </message>
+    <message>
+        <source>Not checked yet.</source>
+        <translation>Ainda não verificado.</translation>
+    </message>
+    <message>
+        <source>What is wrong</source>
+        <translation>O que está errado</translation>
+    </message>
+    <message>
+        <source>What to do</source>
+        <translation>O que fazer</translation>
+    </message>
+    <message>
+        <source>Checking the NVIDIA driver, the GPUs, CUDA and LibTorch…</source>
+        <translation>Verificando o driver NVIDIA, as GPUs, o CUDA e a LibTorch…</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The check itself failed:&lt;/b&gt; %1&lt;br&gt;%2</source>
+        <translation>&lt;b&gt;A própria verificação falhou:&lt;/b&gt; %1&lt;br&gt;%2</translation>
+    </message>
+    <message>
+        <source>the GPU %1 (cuda:0)</source>
+        <translation>GPU %1 (cuda:0)</translation>
+    </message>
+    <message>
+        <source>the GPU cuda:0</source>
+        <translation>GPU cuda:0</translation>
+    </message>
+    <message>
+        <source>the CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>no CUDA GPU is visible to this build.</source>
+        <translation>nenhuma GPU CUDA está visível para esta compilação.</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Training and chat will run on %1.&lt;/b&gt;</source>
+        <translation>&lt;b&gt;O treino e o chat vão rodar na %1.&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <source>Why: %1</source>
+        <translation>Motivo: %1</translation>
+    </message>
+    <message>
+        <source>No problems found.</source>
+        <translation>Nenhum problema encontrado.</translation>
+    </message>
+    <message numerus="yes">
+        <source>Nothing to fix; %n note(s) below.</source>
+        <translation>
+            <numerusform>Nada a corrigir; %n observação abaixo.</numerusform>
+            <numerusform>Nada a corrigir; %n observações abaixo.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n problem(s) to fix</source>
+        <translation>
+            <numerusform>%n problema a corrigir</numerusform>
+            <numerusform>%n problemas a corrigir</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n warning(s)</source>
+        <translation>
+            <numerusform>%n aviso</numerusform>
+            <numerusform>%n avisos</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Nothing to fix.</source>
+        <translation>Nada a corrigir.</translation>
+    </message>
+    <message>
+        <source>Doctor</source>
+        <translation>Diagnóstico</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::ExportJob</name>
+    <message>
+        <source>Exporting model</source>
+        <translation>Exportando o modelo</translation>
+    </message>
+    <message>
+        <source>loading the base model</source>
+        <translation>carregando o modelo base</translation>
+    </message>
+    <message>
+        <source>merging the adapter</source>
+        <translation>mesclando o adaptador</translation>
+    </message>
+    <message>
+        <source>writing %1</source>
+        <translation>gravando %1</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::Format</name>
+    <message>
+        <source>%1 B</source>
+        <comment>bytes</comment>
+        <translation>%1 B</translation>
+    </message>
+    <message>
+        <source>%1 B</source>
+        <comment>billions</comment>
+        <translation>%1 bi</translation>
+    </message>
+    <message>
+        <source>%1 M</source>
+        <comment>millions</comment>
+        <translation>%1 mi</translation>
+    </message>
+    <message>
+        <source>%1 K</source>
+        <comment>thousands</comment>
+        <translation>%1 mil</translation>
+    </message>
+    <message>
+        <source>%1 s</source>
+        <comment>seconds</comment>
+        <translation>%1 s</translation>
+    </message>
+    <message>
+        <source>%1 min %2 s</source>
+        <comment>minutes and seconds</comment>
+        <translation>%1 min %2 s</translation>
+    </message>
+    <message>
+        <source>%1 h %2 min</source>
+        <comment>hours and minutes</comment>
+        <translation>%1 h %2 min</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::GpuPane</name>
+    <message>
+        <source>GPU memory and utilization, live</source>
+        <translation>Memória e uso da GPU, ao vivo</translation>
+    </message>
+    <message>
+        <source> ms</source>
+        <translation> ms</translation>
+    </message>
+    <message>
+        <source>How often the GPUs are sampled</source>
+        <translation>Com que frequência as GPUs são amostradas</translation>
+    </message>
+    <message>
+        <source>Sample every</source>
+        <translation>Amostrar a cada</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Process</source>
+        <translation>Processo</translation>
+    </message>
+    <message>
+        <source>GPU memory</source>
+        <translation>Memória da GPU</translation>
+    </message>
+    <message>
+        <source>No NVIDIA driver could be read, so there is nothing to plot: %1</source>
+        <translation>Não foi possível ler nenhum driver NVIDIA, então não há nada para plotar: %1</translation>
+    </message>
+    <message>
+        <source>the monitor is off</source>
+        <translation>o monitor está desligado</translation>
+    </message>
+    <message>
+        <source>On a machine with an NVIDIA GPU, install the NVIDIA driver; the Doctor pane says what is missing.</source>
+        <translation>Em uma máquina com GPU NVIDIA, instale o driver NVIDIA; o painel Diagnóstico diz o que está faltando.</translation>
+    </message>
+    <message>
+        <source>GPU %1</source>
+        <translation>GPU %1</translation>
+    </message>
+    <message>
+        <source>memory used (GiB)</source>
+        <translation>memória usada (GiB)</translation>
+    </message>
+    <message>
+        <source>utilization (%)</source>
+        <translation>uso (%)</translation>
+    </message>
+    <message>
+        <source>seconds</source>
+        <translation>segundos</translation>
+    </message>
+    <message>
+        <source>GiB</source>
+        <translation>GiB</translation>
+    </message>
+    <message>
+        <source>%</source>
+        <translation>%</translation>
+    </message>
+    <message>
+        <source>cuda:%1 allocated %2, reserved %3, peak %4</source>
+        <translation>cuda:%1 alocado %2, reservado %3, pico %4</translation>
+    </message>
+    <message>
+        <source>Forja&apos;s own allocator: no CUDA memory in use by this window.</source>
+        <translation>Alocador do próprio Forja: nenhuma memória CUDA em uso por esta janela.</translation>
+    </message>
+    <message>
+        <source>Forja&apos;s own allocator: %1</source>
+        <translation>Alocador do próprio Forja: %1</translation>
+    </message>
+    <message>
+        <source>(not visible)</source>
+        <translation>(não visível)</translation>
+    </message>
+    <message>
+        <source>not reported</source>
+        <translation>não informado</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::GpuStatusWidget</name>
+    <message>
+        <source>No GPU</source>
+        <translation>Sem GPU</translation>
+    </message>
+    <message>
+        <source>GPU: waiting for the first sample</source>
+        <translation>GPU: aguardando a primeira amostra</translation>
+    </message>
+    <message>
+        <source>GPU%1 %2 / %3</source>
+        <translation>GPU%1 %2 / %3</translation>
+    </message>
+    <message>
+        <source> · %1%</source>
+        <translation> · %1%</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::HubCacheJob</name>
+    <message>
+        <source>Reading the model cache</source>
+        <translation>Lendo o cache de modelos</translation>
+    </message>
+    <message>
+        <source>Deleting %1</source>
+        <translation>Excluindo %1</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::HubDownloadDialog</name>
+    <message>
+        <source>Download from Hugging Face</source>
+        <translation>Baixar do Hugging Face</translation>
+    </message>
+    <message>
+        <source>A branch, a tag or a commit</source>
+        <translation>Um branch, uma tag ou um commit</translation>
+    </message>
+    <message>
+        <source>Repository:</source>
+        <translation>Repositório:</translation>
+    </message>
+    <message>
+        <source>Revision:</source>
+        <translation>Revisão:</translation>
+    </message>
+    <message>
+        <source>Check</source>
+        <translation>Verificar</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>Baixar</translation>
+    </message>
+    <message>
+        <source>Cancel download</source>
+        <translation>Cancelar download</translation>
+    </message>
+    <message>
+        <source>Close</source>
+        <translation>Fechar</translation>
+    </message>
+    <message>
+        <source>The download of %1 did not finish: Check, then Download resumes it.</source>
+        <translation>O download de %1 não terminou: clique em Verificar e depois em Baixar para retomá-lo.</translation>
+    </message>
+    <message>
+        <source>Asking %1…</source>
+        <translation>Consultando %1…</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;%1&lt;/b&gt; at commit %2&lt;br&gt;%3&lt;br&gt;%4 file(s), %5; %6 to download, %7 free in the cache.%8</source>
+        <translation>&lt;b&gt;%1&lt;/b&gt; no commit %2&lt;br&gt;%3&lt;br&gt;%4 arquivo(s), %5; %6 a baixar, %7 livres no cache.%8</translation>
+    </message>
+    <message>
+        <source>Forja loads it (%1).</source>
+        <translation>O Forja consegue carregá-lo (%1).</translation>
+    </message>
+    <message>
+        <source>Forja cannot load it: %1</source>
+        <translation>O Forja não consegue carregá-lo: %1</translation>
+    </message>
+    <message>
+        <source>Not enough disk space for this download</source>
+        <translation>Espaço em disco insuficiente para este download</translation>
+    </message>
+    <message>
+        <source>Free some space, or set HF_HUB_CACHE to a folder on a larger disk.</source>
+        <translation>Libere espaço ou defina HF_HUB_CACHE para uma pasta em um disco maior.</translation>
+    </message>
+    <message>
+        <source>Downloading…</source>
+        <translation>Baixando…</translation>
+    </message>
+    <message>
+        <source>Downloaded to %1</source>
+        <translation>Baixado em %1</translation>
+    </message>
+    <message>
+        <source>Cancelled. What was downloaded is kept: Download resumes it.</source>
+        <translation>Cancelado. O que já foi baixado é mantido: Baixar retoma o download.</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::HubPlanJob</name>
+    <message>
+        <source>Asking the Hub about %1</source>
+        <translation>Consultando o Hub sobre %1</translation>
+    </message>
+    <message>
+        <source>reading the file list</source>
+        <translation>lendo a lista de arquivos</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::HubPullJob</name>
+    <message>
+        <source>Downloading %1</source>
+        <translation>Baixando %1</translation>
+    </message>
+    <message>
+        <source>%1 — %2/s</source>
+        <translation>%1 — %2/s</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::InspectModelJob</name>
+    <message>
+        <source>Reading model folder</source>
+        <translation>Lendo a pasta do modelo</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::Job</name>
+    <message>
+        <source>This is an error Forja did not expect. Please report it with the steps that led to it.</source>
+        <translation>Este é um erro que o Forja não esperava. Por favor, relate-o com os passos que levaram a ele.</translation>
+    </message>
+    <message>
+        <source>%1 stopped with an unknown error.</source>
+        <translation>%1 parou com um erro desconhecido.</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::JobMonitor</name>
+    <message>
+        <source> — %1%</source>
+        <translation> — %1%</translation>
+    </message>
+    <message>
+        <source> (+%1 more)</source>
+        <translation> (e mais %1)</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::JobStatusWidget</name>
+    <message>
+        <source>Cancel</source>
+        <translation>Cancelar</translation>
+    </message>
+    <message>
+        <source>Stop the running job</source>
+        <translation>Parar a tarefa em andamento</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>Pronto</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::MainWindow</name>
+    <message>
+        <source>Forja</source>
+        <translation>Forja</translation>
+    </message>
+    <message>
+        <source>%1 — Forja</source>
+        <translation>%1 — Forja</translation>
+    </message>
+    <message>
+        <source>Demo</source>
+        <translation>Demonstração</translation>
+    </message>
+    <message>
+        <source>The demo files (resources/demo) are not installed with this copy of Forja.</source>
+        <translation>Os arquivos da demonstração (resources/demo) não estão instalados nesta cópia do Forja.</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>&amp;Arquivo</translation>
+    </message>
+    <message>
+        <source>&amp;Open Model Folder…</source>
+        <translation>&amp;Abrir pasta de modelo…</translation>
+    </message>
+    <message>
+        <source>Ctrl+O</source>
+        <translation>Ctrl+O</translation>
+    </message>
+    <message>
+        <source>Open &amp;Recent</source>
+        <translation>Abrir &amp;recentes</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>&amp;Sair</translation>
+    </message>
+    <message>
+        <source>Ctrl+Q</source>
+        <translation>Ctrl+Q</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>&amp;Exibir</translation>
+    </message>
+    <message>
+        <source>Ctrl+%1</source>
+        <translation>Ctrl+%1</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>Aj&amp;uda</translation>
+    </message>
+    <message>
+        <source>&amp;About Forja</source>
+        <translation>&amp;Sobre o Forja</translation>
+    </message>
+    <message>
+        <source>About Forja</source>
+        <translation>Sobre o Forja</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Forja %1&lt;/b&gt;&lt;p&gt;LoRA fine-tuning and chat for open language models on your own NVIDIA GPU, with no Python to install.&lt;/p&gt;</source>
+        <translation>&lt;b&gt;Forja %1&lt;/b&gt;&lt;p&gt;Ajuste fino com LoRA e chat para modelos de linguagem abertos na sua própria GPU NVIDIA, sem precisar instalar Python.&lt;/p&gt;</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::ModelPane</name>
+    <message>
+        <source>No model open</source>
+        <translation>Nenhum modelo aberto</translation>
+    </message>
+    <message>
+        <source>Open Model Folder…</source>
+        <translation>Abrir pasta de modelo…</translation>
+    </message>
+    <message>
+        <source>Try the Demo</source>
+        <translation>Experimentar a demonstração</translation>
+    </message>
+    <message>
+        <source>Fine-tune Forja&apos;s built-in toy model on its bundled questions and answers, on the CPU, then chat with it. About a minute; no GPU or download needed.</source>
+        <translation>Fazer o ajuste fino do modelo de brinquedo embutido no Forja com as perguntas e respostas que o acompanham, na CPU, e depois conversar com ele. Cerca de um minuto; sem precisar de GPU nem de download.</translation>
+    </message>
+    <message>
+        <source>Download from Hugging Face…</source>
+        <translation>Baixar do Hugging Face…</translation>
+    </message>
+    <message>
+        <source>Download a model by its repo id into the Hugging Face cache that other tools share</source>
+        <translation>Baixar um modelo pelo id do repositório para o cache do Hugging Face, compartilhado com outras ferramentas</translation>
+    </message>
+    <message>
+        <source>Open a Hugging Face model folder (config.json and .safetensors files) with the button or Ctrl+O, or drop it here.</source>
+        <translation>Abra uma pasta de modelo do Hugging Face (config.json e arquivos .safetensors) com o botão ou Ctrl+O, ou solte-a aqui.</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;This is Forja&apos;s toy demo model&lt;/b&gt;: about a million parameters, pretrained only on the demo&apos;s own texts about GPUs and fine-tuning. It shows the whole loop (data, LoRA training, chat) in a minute on the CPU; it knows nothing else. To fine-tune for real, open a Hugging Face model folder such as TinyLlama, Qwen2 or Mistral with &lt;i&gt;Open Model Folder…&lt;/i&gt;.</source>
+        <translation>&lt;b&gt;Este é o modelo de brinquedo da demonstração do Forja&lt;/b&gt;: cerca de um milhão de parâmetros, pré-treinado apenas com os próprios textos da demonstração sobre GPUs e ajuste fino. Ele mostra o ciclo completo (dados, treino LoRA, chat) em um minuto na CPU; não sabe mais nada. Para fazer ajuste fino de verdade, abra uma pasta de modelo do Hugging Face, como TinyLlama, Qwen2 ou Mistral, com &lt;i&gt;Abrir pasta de modelo…&lt;/i&gt;.</translation>
+    </message>
+    <message>
+        <source>What this model is</source>
+        <translation>O que é este modelo</translation>
+    </message>
+    <message>
+        <source>Architecture</source>
+        <translation>Arquitetura</translation>
+    </message>
+    <message>
+        <source>Family</source>
+        <translation>Família</translation>
+    </message>
+    <message>
+        <source>Parameters</source>
+        <translation>Parâmetros</translation>
+    </message>
+    <message>
+        <source>Checkpoint dtype</source>
+        <translation>dtype do checkpoint</translation>
+    </message>
+    <message>
+        <source>Checkpoint files</source>
+        <translation>Arquivos do checkpoint</translation>
+    </message>
+    <message>
+        <source>Layers</source>
+        <translation>Camadas</translation>
+    </message>
+    <message>
+        <source>Hidden / MLP size</source>
+        <translation>Tamanho oculto / MLP</translation>
+    </message>
+    <message>
+        <source>Attention heads</source>
+        <translation>Cabeças de atenção</translation>
+    </message>
+    <message>
+        <source>Context length</source>
+        <translation>Comprimento de contexto</translation>
+    </message>
+    <message>
+        <source>Vocabulary</source>
+        <translation>Vocabulário</translation>
+    </message>
+    <message>
+        <source>Tied embeddings</source>
+        <translation>Embeddings compartilhados</translation>
+    </message>
+    <message>
+        <source>Positions</source>
+        <translation>Posições</translation>
+    </message>
+    <message>
+        <source>Tokenizer files</source>
+        <translation>Arquivos do tokenizador</translation>
+    </message>
+    <message>
+        <source>GPU memory, weights in bf16</source>
+        <translation>Memória da GPU, pesos em bf16</translation>
+    </message>
+    <message>
+        <source>GPU memory to chat</source>
+        <translation>Memória da GPU para chat</translation>
+    </message>
+    <message>
+        <source>GPU memory to train</source>
+        <translation>Memória da GPU para treinar</translation>
+    </message>
+    <message>
+        <source>Recent models</source>
+        <translation>Modelos recentes</translation>
+    </message>
+    <message>
+        <source>Delete from Cache…</source>
+        <translation>Excluir do cache…</translation>
+    </message>
+    <message>
+        <source>Hugging Face cache</source>
+        <translation>Cache do Hugging Face</translation>
+    </message>
+    <message>
+        <source>%1 — %2%3</source>
+        <translation>%1 — %2%3</translation>
+    </message>
+    <message>
+        <source> (incomplete)</source>
+        <translation> (incompleto)</translation>
+    </message>
+    <message>
+        <source>%1
+commit %2%3</source>
+        <translation>%1
+commit %2%3</translation>
+    </message>
+    <message>
+        <source> (%1)</source>
+        <translation> (%1)</translation>
+    </message>
+    <message>
+        <source>No models in the cache yet.</source>
+        <translation>Ainda não há modelos no cache.</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n model(s) in the cache.</source>
+        <translation>
+            <numerusform>%n modelo no cache.</numerusform>
+            <numerusform>%n modelos no cache.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Deleting freed %1.</source>
+        <translation>A exclusão liberou %1.</translation>
+    </message>
+    <message>
+        <source>Delete from cache</source>
+        <translation>Excluir do cache</translation>
+    </message>
+    <message>
+        <source>Delete %1 from the Hugging Face cache? Other tools that use the cache lose it too.</source>
+        <translation>Excluir %1 do cache do Hugging Face? Outras ferramentas que usam o cache também o perdem.</translation>
+    </message>
+    <message>
+        <source>Open a Hugging Face model folder</source>
+        <translation>Abrir uma pasta de modelo do Hugging Face</translation>
+    </message>
+    <message>
+        <source>Reading %1…</source>
+        <translation>Lendo %1…</translation>
+    </message>
+    <message>
+        <source>%1 (model_type %2)</source>
+        <translation>%1 (model_type %2)</translation>
+    </message>
+    <message>
+        <source>%1 (%2)</source>
+        <translation>%1 (%2)</translation>
+    </message>
+    <message>
+        <source>%1 in %2</source>
+        <translation>%1 em %2</translation>
+    </message>
+    <message>
+        <source>%1 / %2</source>
+        <translation>%1 / %2</translation>
+    </message>
+    <message>
+        <source>%1 query, %2 key/value, head size %3</source>
+        <translation>%1 de query, %2 de key/value, tamanho da cabeça %3</translation>
+    </message>
+    <message>
+        <source>%1 tokens</source>
+        <translation>%1 tokens</translation>
+    </message>
+    <message>
+        <source>yes (the output head shares the embedding)</source>
+        <translation>sim (a cabeça de saída compartilha o embedding)</translation>
+    </message>
+    <message>
+        <source>no</source>
+        <translation>não</translation>
+    </message>
+    <message>
+        <source>learned position embeddings</source>
+        <translation>embeddings de posição aprendidos</translation>
+    </message>
+    <message>
+        <source>RoPE, %1</source>
+        <translation>RoPE, %1</translation>
+    </message>
+    <message>
+        <source>none found — chat and training need tokenizer.json or tokenizer.model in the folder</source>
+        <translation>nenhum encontrado — chat e treino precisam de tokenizer.json ou tokenizer.model na pasta</translation>
+    </message>
+    <message>
+        <source>about %1 (bf16, %2 tokens of context)</source>
+        <translation>cerca de %1 (bf16, %2 tokens de contexto)</translation>
+    </message>
+    <message>
+        <source>about %1 for LoRA r%2 at %3 × %4 tokens (%5 with activation checkpointing)</source>
+        <translation>cerca de %1 para LoRA r%2 com %3 × %4 tokens (%5 com checkpointing de ativações)</translation>
+    </message>
+    <message>
+        <source>; %1 with a 4-bit base (QLoRA) and checkpointing</source>
+        <translation>; %1 com base em 4 bits (QLoRA) e checkpointing</translation>
+    </message>
+    <message>
+        <source>Could not open %1</source>
+        <translation>Não foi possível abrir %1</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>Modelo</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::PrepareDataJob</name>
+    <message>
+        <source>Reading dataset</source>
+        <translation>Lendo o conjunto de dados</translation>
+    </message>
+    <message>
+        <source>Open a model to see the examples as it will be trained on them.</source>
+        <translation>Abra um modelo para ver os exemplos como ele será treinado com eles.</translation>
+    </message>
+    <message>
+        <source>The model folder has no tokenizer.json or tokenizer.model, so the examples cannot be tokenized.</source>
+        <translation>A pasta do modelo não tem tokenizer.json nem tokenizer.model, então os exemplos não podem ser tokenizados.</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::RunsPane</name>
+    <message>
+        <source>running</source>
+        <translation>em execução</translation>
+    </message>
+    <message>
+        <source>completed</source>
+        <translation>concluída</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>com falha</translation>
+    </message>
+    <message>
+        <source>stopped</source>
+        <translation>parada</translation>
+    </message>
+    <message>
+        <source>interrupted</source>
+        <translation>interrompida</translation>
+    </message>
+    <message>
+        <source>Refresh</source>
+        <translation>Atualizar</translation>
+    </message>
+    <message>
+        <source>Delete…</source>
+        <translation>Excluir…</translation>
+    </message>
+    <message>
+        <source>Delete the selected runs from the history (Del). Adapter files on disk are kept.</source>
+        <translation>Excluir as execuções selecionadas do histórico (Del). Os arquivos de adaptador no disco são mantidos.</translation>
+    </message>
+    <message>
+        <source>Chat with Adapter</source>
+        <translation>Conversar com o adaptador</translation>
+    </message>
+    <message>
+        <source>Open the selected run&apos;s base model and adapter in the Chat pane.</source>
+        <translation>Abrir o modelo base e o adaptador da execução selecionada no painel Chat.</translation>
+    </message>
+    <message>
+        <source>Export…</source>
+        <translation>Exportar…</translation>
+    </message>
+    <message>
+        <source>Write the selected run&apos;s adapter merged into its base model: one GGUF file for llama.cpp, LM Studio and Ollama, or a Hugging Face folder for transformers.</source>
+        <translation>Gravar o adaptador da execução selecionada mesclado ao seu modelo base: um arquivo GGUF para llama.cpp, LM Studio e Ollama, ou uma pasta do Hugging Face para transformers.</translation>
+    </message>
+    <message>
+        <source>GGUF file (llama.cpp, LM Studio, Ollama)…</source>
+        <translation>Arquivo GGUF (llama.cpp, LM Studio, Ollama)…</translation>
+    </message>
+    <message>
+        <source>Export as GGUF</source>
+        <translation>Exportar como GGUF</translation>
+    </message>
+    <message>
+        <source>GGUF models (*.gguf)</source>
+        <translation>Modelos GGUF (*.gguf)</translation>
+    </message>
+    <message>
+        <source>Hugging Face folder…</source>
+        <translation>Pasta do Hugging Face…</translation>
+    </message>
+    <message>
+        <source>Export as a Hugging Face folder (a new folder)</source>
+        <translation>Exportar como pasta do Hugging Face (uma pasta nova)</translation>
+    </message>
+    <message>
+        <source>Metrics CSV…</source>
+        <translation>CSV de métricas…</translation>
+    </message>
+    <message>
+        <source>Write the selected run&apos;s metrics, one line per step, as a CSV file.</source>
+        <translation>Gravar as métricas da execução selecionada, uma linha por passo, em um arquivo CSV.</translation>
+    </message>
+    <message>
+        <source>Export metrics as CSV</source>
+        <translation>Exportar métricas como CSV</translation>
+    </message>
+    <message>
+        <source>CSV files (*.csv)</source>
+        <translation>Arquivos CSV (*.csv)</translation>
+    </message>
+    <message>
+        <source>Cancel export</source>
+        <translation>Cancelar exportação</translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation>Execução</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>Status</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>Modelo</translation>
+    </message>
+    <message>
+        <source>Started</source>
+        <translation>Início</translation>
+    </message>
+    <message>
+        <source>Duration</source>
+        <translation>Duração</translation>
+    </message>
+    <message>
+        <source>Final loss</source>
+        <translation>Perda final</translation>
+    </message>
+    <message>
+        <source>Eval loss</source>
+        <translation>Perda de avaliação</translation>
+    </message>
+    <message>
+        <source>Adapter</source>
+        <translation>Adaptador</translation>
+    </message>
+    <message>
+        <source>step</source>
+        <translation>passo</translation>
+    </message>
+    <message>
+        <source>loss</source>
+        <translation>perda</translation>
+    </message>
+    <message>
+        <source>Select a run to see its configuration.</source>
+        <translation>Selecione uma execução para ver sua configuração.</translation>
+    </message>
+    <message>
+        <source>The run history is not available.</source>
+        <translation>O histórico de execuções não está disponível.</translation>
+    </message>
+    <message>
+        <source>No training runs yet. Runs you start appear here, with their loss curves.</source>
+        <translation>Ainda não há execuções de treino. As execuções que você iniciar aparecem aqui, com suas curvas de perda.</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n run(s) in the history</source>
+        <translation>
+            <numerusform>%n execução no histórico</numerusform>
+            <numerusform>%n execuções no histórico</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>%1 (eval)</source>
+        <translation>%1 (avaliação)</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n runs selected.</source>
+        <translation>
+            <numerusform>%n execução selecionada.</numerusform>
+            <numerusform>%n execuções selecionadas.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Run %1 — %2</source>
+        <translation>Execução %1 — %2</translation>
+    </message>
+    <message>
+        <source>Status: %1</source>
+        <translation>Status: %1</translation>
+    </message>
+    <message>
+        <source>Model: %1</source>
+        <translation>Modelo: %1</translation>
+    </message>
+    <message>
+        <source>Dataset: %1</source>
+        <translation>Conjunto de dados: %1</translation>
+    </message>
+    <message>
+        <source>Steps: %1 of %2</source>
+        <translation>Passos: %1 de %2</translation>
+    </message>
+    <message>
+        <source>Adapter: %1</source>
+        <translation>Adaptador: %1</translation>
+    </message>
+    <message>
+        <source>Error: %1</source>
+        <translation>Erro: %1</translation>
+    </message>
+    <message>
+        <source>What to do: %1</source>
+        <translation>O que fazer: %1</translation>
+    </message>
+    <message>
+        <source>Configuration:</source>
+        <translation>Configuração:</translation>
+    </message>
+    <message>
+        <source>Checkpoints: %1, the last at step %2</source>
+        <translation>Checkpoints: %1, o último no passo %2</translation>
+    </message>
+    <message>
+        <source>Choose another file or folder.</source>
+        <translation>Escolha outro arquivo ou pasta.</translation>
+    </message>
+    <message>
+        <source>Exporting “%1”…</source>
+        <translation>Exportando “%1”…</translation>
+    </message>
+    <message>
+        <source>Exporting “%1”… %2%</source>
+        <translation>Exportando “%1”… %2%</translation>
+    </message>
+    <message>
+        <source>Exported to %1</source>
+        <translation>Exportado para %1</translation>
+    </message>
+    <message>
+        <source>The export did not finish: %1</source>
+        <translation>A exportação não terminou: %1</translation>
+    </message>
+    <message>
+        <source>Export cancelled; nothing was written</source>
+        <translation>Exportação cancelada; nada foi gravado</translation>
+    </message>
+    <message>
+        <source>Delete runs</source>
+        <translation>Excluir execuções</translation>
+    </message>
+    <message>
+        <source>Delete the run “%1” from the history?</source>
+        <translation>Excluir a execução “%1” do histórico?</translation>
+    </message>
+    <message>
+        <source>Delete %1 runs from the history?</source>
+        <translation>Excluir %1 execuções do histórico?</translation>
+    </message>
+    <message>
+        <source>Their metrics and checkpoint records go; adapter files on disk are kept. Running runs are not deleted.</source>
+        <translation>As métricas e os registros de checkpoint delas são removidos; os arquivos de adaptador no disco são mantidos. Execuções em andamento não são excluídas.</translation>
+    </message>
+    <message>
+        <source>Runs</source>
+        <translation>Execuções</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::ServeBox</name>
+    <message>
+        <source>Use it from other tools</source>
+        <translation>Usar em outras ferramentas</translation>
+    </message>
+    <message>
+        <source>Serve this model</source>
+        <translation>Servir este modelo</translation>
+    </message>
+    <message>
+        <source>An OpenAI-compatible API on this computer (localhost only) for editors, scripts and chat front ends. It loads its own copy of the model.</source>
+        <translation>Uma API compatível com a OpenAI neste computador (somente localhost) para editores, scripts e interfaces de chat. Ela carrega sua própria cópia do modelo.</translation>
+    </message>
+    <message>
+        <source>Not serving.</source>
+        <translation>Servidor desligado.</translation>
+    </message>
+    <message>
+        <source>Serving at %1 (model &quot;%2&quot;)</source>
+        <translation>Servindo em %1 (modelo &quot;%2&quot;)</translation>
+    </message>
+    <message>
+        <source>Could not serve: %1</source>
+        <translation>Não foi possível servir: %1</translation>
+    </message>
+    <message>
+        <source>Could not serve: %1 %2</source>
+        <translation>Não foi possível servir: %1 %2</translation>
+    </message>
+    <message>
+        <source>Stopping…</source>
+        <translation>Parando…</translation>
+    </message>
+    <message>
+        <source>Open a model in the Model pane first.</source>
+        <translation>Primeiro abra um modelo no painel Modelo.</translation>
+    </message>
+    <message>
+        <source>Loading %1 to serve it…</source>
+        <translation>Carregando %1 para servi-lo…</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::ServeWorker</name>
+    <message>
+        <source>This is an error Forja did not expect. Please report it with the steps that led to it.</source>
+        <translation>Este é um erro que o Forja não esperava. Por favor, relate-o com os passos que levaram a ele.</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::TrainPane</name>
+    <message>
+        <source>Quick test (a few steps)</source>
+        <translation>Teste rápido (poucos passos)</translation>
+    </message>
+    <message>
+        <source>Balanced</source>
+        <translation>Equilibrado</translation>
+    </message>
+    <message>
+        <source>Thorough</source>
+        <translation>Completo</translation>
+    </message>
+    <message>
+        <source>Demo (the toy model, on the CPU)</source>
+        <translation>Demonstração (o modelo de brinquedo, na CPU)</translation>
+    </message>
+    <message>
+        <source>Fine-tune with LoRA</source>
+        <translation>Ajuste fino com LoRA</translation>
+    </message>
+    <message>
+        <source>Data-parallel workers, each with a copy of the model: one per GPU on cuda (NCCL), or processes on the cpu (Gloo). Each takes batch × accumulation rows per step, so the step&apos;s batch grows with them.</source>
+        <translation>Workers com paralelismo de dados, cada um com uma cópia do modelo: um por GPU em cuda (NCCL) ou processos na cpu (Gloo). Cada um processa lote × acumulação linhas por passo, então o lote do passo cresce com eles.</translation>
+    </message>
+    <message>
+        <source>Activation checkpointing (less memory, ~30% slower)</source>
+        <translation>Checkpointing de ativações (menos memória, ~30% mais lento)</translation>
+    </message>
+    <message>
+        <source>Selective checkpointing (the adapters&apos; inputs remade in backward; a few % slower)</source>
+        <translation>Checkpointing seletivo (as entradas dos adaptadores são refeitas no backward; alguns % mais lento)</translation>
+    </message>
+    <message>
+        <source>4-bit base (QLoRA): the base model&apos;s projections in NF4, about a quarter of its memory; Llama-family models</source>
+        <translation>Base em 4 bits (QLoRA): as projeções do modelo base em NF4, cerca de um quarto da memória; modelos da família Llama</translation>
+    </message>
+    <message>
+        <source>Pack short examples into full rows (faster on short data)</source>
+        <translation>Empacotar exemplos curtos em linhas completas (mais rápido com dados curtos)</translation>
+    </message>
+    <message>
+        <source>Preset:</source>
+        <translation>Predefinição:</translation>
+    </message>
+    <message>
+        <source>Output folder:</source>
+        <translation>Pasta de saída:</translation>
+    </message>
+    <message>
+        <source>LoRA rank / alpha:</source>
+        <translation>Rank / alpha do LoRA:</translation>
+    </message>
+    <message>
+        <source>LoRA dropout:</source>
+        <translation>Dropout do LoRA:</translation>
+    </message>
+    <message>
+        <source>Learning rate:</source>
+        <translation>Taxa de aprendizado:</translation>
+    </message>
+    <message>
+        <source>Schedule / warmup steps:</source>
+        <translation>Agendamento / passos de aquecimento:</translation>
+    </message>
+    <message>
+        <source>Weight decay:</source>
+        <translation>Decaimento de peso:</translation>
+    </message>
+    <message>
+        <source>Clip grad norm at:</source>
+        <translation>Limitar norma do gradiente em:</translation>
+    </message>
+    <message>
+        <source>Steps:</source>
+        <translation>Passos:</translation>
+    </message>
+    <message>
+        <source>Batch × accumulation:</source>
+        <translation>Lote × acumulação:</translation>
+    </message>
+    <message>
+        <source>Max length:</source>
+        <translation>Comprimento máx.:</translation>
+    </message>
+    <message>
+        <source>Eval every (0: never):</source>
+        <translation>Avaliar a cada (0: nunca):</translation>
+    </message>
+    <message>
+        <source>Checkpoint every:</source>
+        <translation>Checkpoint a cada:</translation>
+    </message>
+    <message>
+        <source>Seed:</source>
+        <translation>Semente:</translation>
+    </message>
+    <message>
+        <source>Device / base dtype:</source>
+        <translation>Dispositivo / dtype da base:</translation>
+    </message>
+    <message>
+        <source>Workers (GPUs / processes):</source>
+        <translation>Workers (GPUs / processos):</translation>
+    </message>
+    <message>
+        <source>Start</source>
+        <translation>Iniciar</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>Pausar</translation>
+    </message>
+    <message>
+        <source>Write a checkpoint and stop; Resume continues exactly from it</source>
+        <translation>Gravar um checkpoint e parar; Retomar continua exatamente dele</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>Parar</translation>
+    </message>
+    <message>
+        <source>End the run now; the last checkpoint stays</source>
+        <translation>Encerrar a execução agora; o último checkpoint é mantido</translation>
+    </message>
+    <message>
+        <source>Export Config…</source>
+        <translation>Exportar configuração…</translation>
+    </message>
+    <message>
+        <source>Pick a model (Model pane) and a dataset (Data pane), then Start.</source>
+        <translation>Escolha um modelo (painel Modelo) e um conjunto de dados (painel Dados) e clique em Iniciar.</translation>
+    </message>
+    <message>
+        <source>Train again as a new run</source>
+        <translation>Treinar de novo como nova execução</translation>
+    </message>
+    <message>
+        <source>loss</source>
+        <translation>perda</translation>
+    </message>
+    <message>
+        <source>train</source>
+        <translation>treino</translation>
+    </message>
+    <message>
+        <source>eval</source>
+        <translation>avaliação</translation>
+    </message>
+    <message>
+        <source>learning rate</source>
+        <translation>taxa de aprendizado</translation>
+    </message>
+    <message>
+        <source>grad norm</source>
+        <translation>norma do gradiente</translation>
+    </message>
+    <message>
+        <source>tokens/s</source>
+        <translation>tokens/s</translation>
+    </message>
+    <message>
+        <source>GPU GiB</source>
+        <translation>GiB da GPU</translation>
+    </message>
+    <message>
+        <source>positions/s, padding included</source>
+        <translation>posições/s, com padding</translation>
+    </message>
+    <message>
+        <source>checkpoint at step %1: %2</source>
+        <translation>checkpoint no passo %1: %2</translation>
+    </message>
+    <message>
+        <source>The same run from the command line</source>
+        <translation>A mesma execução pela linha de comando</translation>
+    </message>
+    <message>
+        <source>Save as config.json and run: forja-cli train config.json</source>
+        <translation>Salve como config.json e execute: forja-cli train config.json</translation>
+    </message>
+    <message>
+        <source>Paused at step %1 with a checkpoint. Resume continues from it.</source>
+        <translation>Pausado no passo %1 com um checkpoint. Retomar continua a partir dele.</translation>
+    </message>
+    <message>
+        <source>Run %1 after %2 steps. Adapter: %3</source>
+        <translation>Fim da execução (%1) após %2 passos. Adaptador: %3</translation>
+    </message>
+    <message>
+        <source>worker: %1</source>
+        <translation>worker: %1</translation>
+    </message>
+    <message>
+        <source>The GPU ran out of memory.</source>
+        <translation>A GPU ficou sem memória.</translation>
+    </message>
+    <message>
+        <source>The form now has that setting.</source>
+        <translation>O formulário agora tem essa configuração.</translation>
+    </message>
+    <message>
+        <source>Paused: out of GPU memory. Resume continues with the setting that fits.</source>
+        <translation>Pausado: sem memória na GPU. Retomar continua com a configuração que cabe.</translation>
+    </message>
+    <message>
+        <source>the run journal could not be updated: %1</source>
+        <translation>não foi possível atualizar o diário de execuções: %1</translation>
+    </message>
+    <message>
+        <source>The training process ended without finishing.</source>
+        <translation>O processo de treino terminou sem concluir.</translation>
+    </message>
+    <message>
+        <source>It was killed or crashed. Start resumes from the last checkpoint.</source>
+        <translation>Ele foi encerrado à força ou travou. Iniciar retoma do último checkpoint.</translation>
+    </message>
+    <message>
+        <source>Fix the problem, then Start resumes from the last checkpoint.</source>
+        <translation>Corrija o problema; depois, Iniciar retoma do último checkpoint.</translation>
+    </message>
+    <message>
+        <source>Interrupted.</source>
+        <translation>Interrompido.</translation>
+    </message>
+    <message>
+        <source>step</source>
+        <translation>passo</translation>
+    </message>
+    <message>
+        <source>Model: %1 · Dataset: %2</source>
+        <translation>Modelo: %1 · Conjunto de dados: %2</translation>
+    </message>
+    <message>
+        <source>none (open one in the Model pane)</source>
+        <translation>nenhum (abra um no painel Modelo)</translation>
+    </message>
+    <message>
+        <source>none (open one in the Data pane)</source>
+        <translation>nenhum (abra um no painel Dados)</translation>
+    </message>
+    <message numerus="yes">
+        <source>Ready: Start runs %n step(s) in a worker process.</source>
+        <translation>
+            <numerusform>Pronto: Iniciar executa %n passo em um processo worker.</numerusform>
+            <numerusform>Pronto: Iniciar executa %n passos em um processo worker.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Estimated GPU memory: open a model to see it.</source>
+        <translation>Memória da GPU estimada: abra um modelo para vê-la.</translation>
+    </message>
+    <message>
+        <source>Estimated GPU memory: about %1 (weights %2, LoRA and optimizer %3, activations %4). Rows shorter than the max length take less.</source>
+        <translation>Memória da GPU estimada: cerca de %1 (pesos %2, LoRA e otimizador %3, ativações %4). Linhas mais curtas que o comprimento máximo ocupam menos.</translation>
+    </message>
+    <message>
+        <source>A run needs a model and a dataset.</source>
+        <translation>Uma execução precisa de um modelo e de um conjunto de dados.</translation>
+    </message>
+    <message>
+        <source>Open a model folder in the Model pane and a dataset in the Data pane.</source>
+        <translation>Abra uma pasta de modelo no painel Modelo e um conjunto de dados no painel Dados.</translation>
+    </message>
+    <message>
+        <source>Several workers need a device: cuda (one GPU each) or cpu.</source>
+        <translation>Vários workers precisam de um dispositivo: cuda (uma GPU cada) ou cpu.</translation>
+    </message>
+    <message>
+        <source>Pick cuda or cpu, or set the workers to 1.</source>
+        <translation>Escolha cuda ou cpu, ou defina os workers como 1.</translation>
+    </message>
+    <message>
+        <source>The run “%1” in %2 already completed; starting it again would rewrite its history.</source>
+        <translation>A execução “%1” em %2 já foi concluída; iniciá-la de novo reescreveria seu histórico.</translation>
+    </message>
+    <message>
+        <source>Train again as a new run: it gets a folder of its own, and this run stays as it is.</source>
+        <translation>Treine de novo como nova execução: ela ganha uma pasta própria, e esta execução fica como está.</translation>
+    </message>
+    <message>
+        <source>%1: the output folder cannot be created</source>
+        <translation>%1: não é possível criar a pasta de saída</translation>
+    </message>
+    <message>
+        <source>Choose another folder.</source>
+        <translation>Escolha outra pasta.</translation>
+    </message>
+    <message>
+        <source>%1: cannot be written</source>
+        <translation>%1: não é possível gravar</translation>
+    </message>
+    <message>
+        <source>Build forja-cli, or set FORJA_CLI to its path.</source>
+        <translation>Compile o forja-cli ou defina FORJA_CLI com o caminho dele.</translation>
+    </message>
+    <message>
+        <source>started %1 (pid %2) in %3</source>
+        <translation>%1 iniciado (pid %2) em %3</translation>
+    </message>
+    <message>
+        <source>Starting: loading the model and the data…</source>
+        <translation>Iniciando: carregando o modelo e os dados…</translation>
+    </message>
+    <message>
+        <source>a run in the journal could not be shown: %1</source>
+        <translation>uma execução do diário não pôde ser exibida: %1</translation>
+    </message>
+    <message>
+        <source>following the run in %1 (worker pid %2)</source>
+        <translation>acompanhando a execução em %1 (pid do worker %2)</translation>
+    </message>
+    <message>
+        <source>Pausing: the run writes a checkpoint, then stops…</source>
+        <translation>Pausando: a execução grava um checkpoint e depois para…</translation>
+    </message>
+    <message>
+        <source>Stopped.</source>
+        <translation>Parado.</translation>
+    </message>
+    <message>
+        <source>Step %1 of %2 · loss %3 · %4 tokens/s (%5 trained of %6 tokens in %7 positions) · ETA %8</source>
+        <translation>Passo %1 de %2 · perda %3 · %4 tokens/s (%5 treinados de %6 tokens em %7 posições) · restam %8</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>Retomar</translation>
+    </message>
+    <message>
+        <source>Train</source>
+        <translation>Treinar</translation>
+    </message>
+</context>
+<context>
+    <name>forja::ui::TrainWorker</name>
+    <message>
+        <source>A training run is already going in this window.</source>
+        <translation>Já há uma execução de treino em andamento nesta janela.</translation>
+    </message>
+    <message>
+        <source>%1: the folder cannot be created</source>
+        <translation>%1: não é possível criar a pasta</translation>
+    </message>
+    <message>
+        <source>%1 could not be started: %2</source>
+        <translation>Não foi possível iniciar %1: %2</translation>
+    </message>
+</context>
+<context>
+    <name>main</name>
+    <message>
+        <source>Fine-tune and chat with open language models on your own GPU.</source>
+        <translation>Faça ajuste fino e converse com modelos de linguagem abertos na sua própria GPU.</translation>
+    </message>
+    <message>
+        <source>A Hugging Face model folder to open.</source>
+        <translation>Uma pasta de modelo do Hugging Face para abrir.</translation>
+    </message>
+    <message>
+        <source>Fine-tune the built-in toy model, then chat with it.</source>
+        <translation>Fazer o ajuste fino do modelo de brinquedo embutido e depois conversar com ele.</translation>
+    </message>
+    <message>
+        <source>Run the demo unattended: fine-tune, ask one question, print the answer and exit (status 1 when a step fails).</source>
+        <translation>Rodar a demonstração sozinha: faz o ajuste fino, faz uma pergunta, mostra a resposta e sai (status 1 quando uma etapa falha).</translation>
+    </message>
+</context>
+</TS>
