@@ -449,6 +449,12 @@ bool ChatPane::eventFilter(QObject* watched, QEvent* event) {
   return Pane::eventFilter(watched, event);
 }
 
+QString ChatPane::last_answer() const {
+  for (auto it = shown_.crbegin(); it != shown_.crend(); ++it)
+    if (it->role == QLatin1String("assistant")) return it->text;
+  return {};
+}
+
 void ChatPane::send() {
   const QString text = input_->toPlainText().trimmed();
   if (text.isEmpty() || !model_ready_ || generating_) return;

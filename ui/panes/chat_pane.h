@@ -56,6 +56,8 @@ class ChatPane : public Pane {
   bool model_ready() const { return model_ready_; }
   bool generating() const { return generating_; }
   bool has_adapter() const { return adapter_loaded_; }
+  // The text of the latest assistant message on screen; empty when there is none.
+  QString last_answer() const;
   // The journal id of the chat on screen; 0 for a new chat that has no message yet.
   int64_t chat_id() const { return chat_id_; }
   // The sampling settings of the form.
