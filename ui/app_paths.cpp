@@ -7,6 +7,8 @@
 #include <QStandardPaths>
 #include <QStringList>
 
+#include "settings.h"
+
 namespace forja::ui {
 
 namespace {
@@ -26,8 +28,13 @@ QString default_adapters_dir() {
   return data_dir().filePath(QStringLiteral("adapters"));
 }
 
-QString default_runs_dir() {
+QString xdg_runs_dir() {
   return data_dir().filePath(QStringLiteral("runs"));
+}
+
+QString default_runs_dir() {
+  if (const QString chosen = runs_dir_setting(); !chosen.isEmpty()) return chosen;
+  return xdg_runs_dir();
 }
 
 QString demo_dir() {

@@ -17,6 +17,7 @@
 #include <QStackedWidget>
 #include <QStatusBar>
 
+#include "about_dialog.h"
 #include "app_paths.h"
 #include "forja/error.h"
 #include "forja/journal.h"
@@ -32,6 +33,7 @@
 #include "panes/model_pane.h"
 #include "panes/runs_pane.h"
 #include "panes/train_pane.h"
+#include "settings_dialog.h"
 
 namespace forja::ui {
 namespace {
@@ -214,6 +216,16 @@ void MainWindow::build_menus() {
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   rebuild_recent_menu();
   file->addSeparator();
+  QAction* settings = file->addAction(tr("&Settings…"));
+  settings->setObjectName(QStringLiteral("actionSettings"));
+  settings->setShortcut(QKeySequence(tr("Ctrl+,")));
+  settings->setMenuRole(QAction::PreferencesRole);
+  connect(settings, &QAction::triggered, this, [this] {
+    auto* dialog = new SettingsDialog(context_, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->open();
+  });
+  file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"));
   quit->setObjectName(QStringLiteral("actionQuit"));
   quit->setShortcut(QKeySequence(tr("Ctrl+Q")));
@@ -232,11 +244,12 @@ void MainWindow::build_menus() {
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   QAction* about = help->addAction(tr("&About Forja"));
+  about->setObjectName(QStringLiteral("actionAbout"));
+  about->setMenuRole(QAction::AboutRole);
   connect(about, &QAction::triggered, this, [this] {
-    QMessageBox::about(this, tr("About Forja"),
-                       tr("<b>Forja %1</b><p>LoRA fine-tuning and chat for open language models on your own "
-                          "NVIDIA GPU, with no Python to install.</p>")
-                           .arg(QStringLiteral(FORJA_VERSION)));
+    auto* dialog = new AboutDialog(context_, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->open();
   });
 }
 

@@ -8,6 +8,8 @@
 #include <QSettings>
 #include <QTranslator>
 
+#include "settings.h"
+
 #include <memory>
 
 namespace forja::resources {
@@ -86,6 +88,8 @@ void initialize(QApplication& app) {
   QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/forja.svg")));
   Q_UNUSED(app);
   install_translations(ui_locale());
+  apply_environment_settings();
+  if (const Theme theme = theme_setting(); theme != Theme::System) apply_theme(theme);
 }
 
 }  // namespace forja::ui

@@ -16,6 +16,7 @@
 #include "main_window.h"
 #include "panes/chat_pane.h"
 #include "panes/train_pane.h"
+#include "single_instance.h"
 #include "ui_init.h"
 
 namespace {
@@ -88,8 +89,23 @@ int main(int argc, char** argv) {
   parser.addOption(exit_after_demo);
   parser.process(app);
 
+  // One window per user: a second `forja [model-dir]` hands the folder to the first and leaves. The demo runs
+  // are sessions of their own.
+  forja::ui::SingleInstance instance;
+  const QString model_arg = parser.positionalArguments().isEmpty()
+                                ? QString()
+                                : QDir(parser.positionalArguments().first()).absolutePath();
+  if (!parser.isSet(demo) && !parser.isSet(exit_after_demo) && instance.hand_over_or_listen(model_arg))
+    return 0;
+
   forja::ui::MainWindow window;
   window.show();
+  QObject::connect(&instance, &forja::ui::SingleInstance::activated, &window, [&window](const QString& dir) {
+    window.setWindowState((window.windowState() & ~Qt::WindowMinimized) | Qt::WindowActive);
+    window.raise();
+    window.activateWindow();
+    if (!dir.isEmpty()) window.open_model(dir);
+  });
   if (parser.isSet(exit_after_demo)) {
     if (forja::ui::demo_dir().isEmpty()) {  // before start_demo, whose message box would wait for a click
       std::fprintf(stderr, "error: the demo files (share/forja/demo) are not installed with this forja\n");
@@ -99,8 +115,8 @@ int main(int argc, char** argv) {
     if (!window.start_demo()) return 1;
   } else if (parser.isSet(demo))
     window.start_demo();
-  else if (!parser.positionalArguments().isEmpty())
-    window.open_model(QDir(parser.positionalArguments().first()).absolutePath());
+  else if (!model_arg.isEmpty())
+    window.open_model(model_arg);
   else if (!forja::ui::demo_dir().isEmpty())
     window.open_model(forja::ui::demo_dir() + QStringLiteral("/model"));
   const int rc = app.exec();

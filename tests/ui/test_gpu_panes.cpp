@@ -1,8 +1,11 @@
 // Tests of the Doctor and GPU panes and the status bar's GPU line, driven through the main window against the
 // fake NVML and CUDA driver libraries that tests/core/env builds (the real dlopen path, scripted GPUs).
+#include <QComboBox>
+#include <QDialog>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -12,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "about_dialog.h"
 #include "error_box.h"
 #include "format.h"
 #include "gpu_monitor_service.h"
@@ -19,6 +23,8 @@
 #include "main_window.h"
 #include "panes/doctor_pane.h"
 #include "panes/gpu_pane.h"
+#include "settings.h"
+#include "settings_dialog.h"
 #include "ui_test_support.h"
 
 using forja::ui::DoctorPane;
@@ -60,6 +66,8 @@ class TestGpuPanes : public QObject {
   void cleanup();
   void doctorSaysTheWorkRunsOnTheCpuAndWhy();
   void doctorWithoutDriver();
+  void settingsListTheGpusAndKeepTheChoice();
+  void aboutNamesTheRuntime();
   void doctorCheckAgainFollowsTheMachine();
   void gpuPanePlotsLiveSamples();
   void gpuPaneWithoutDriverSaysSo();
@@ -172,6 +180,55 @@ void TestGpuPanes::gpuPaneWithoutDriverSaysSo() {
   QVERIFY(notice->message().contains(QStringLiteral("No NVIDIA driver")));
   QCOMPARE(window_->gpu_pane()->plotted_points(0), -1);
   QCOMPARE(window_->findChild<QLabel*>(QStringLiteral("gpuStatus"))->text(), QStringLiteral("No GPU"));
+}
+
+void TestGpuPanes::settingsListTheGpusAndKeepTheChoice() {
+  // The GPU list comes from the driver (the fake's RTX 4090); choosing it is saved, and at the next start the
+  // engine's environment names it in the PCI bus order nvidia-smi shows.
+  use_scenario("healthy.json");
+  open_window();
+  forja::ui::SettingsDialog dialog(window_->context(), window_);
+  auto* gpu = dialog.findChild<QComboBox*>(QStringLiteral("gpu"));
+  QTRY_COMPARE_WITH_TIMEOUT(gpu->count(), 2, 20000);
+  QVERIFY2(gpu->itemText(1).contains(QStringLiteral("NVIDIA GeForce RTX 4090")),
+           qPrintable(gpu->itemText(1)));
+  QVERIFY2(gpu->itemText(1).contains(QStringLiteral("GiB")), qPrintable(gpu->itemText(1)));
+  gpu->setCurrentIndex(1);
+  dialog.save();
+  QCOMPARE(forja::ui::gpu_setting(), 0);
+  const QByteArray visible = qgetenv("CUDA_VISIBLE_DEVICES"), order = qgetenv("CUDA_DEVICE_ORDER");
+  forja::ui::apply_environment_settings();
+  QCOMPARE(qgetenv("CUDA_VISIBLE_DEVICES"), QByteArray("0"));
+  QCOMPARE(qgetenv("CUDA_DEVICE_ORDER"), QByteArray("PCI_BUS_ID"));
+  visible.isNull() ? qunsetenv("CUDA_VISIBLE_DEVICES") : qputenv("CUDA_VISIBLE_DEVICES", visible);
+  order.isNull() ? qunsetenv("CUDA_DEVICE_ORDER") : qputenv("CUDA_DEVICE_ORDER", order);
+
+  // A GPU chosen before that the driver no longer shows stays listed as such, not silently dropped.
+  forja::ui::set_gpu_setting(3);
+  forja::ui::SettingsDialog again(window_->context(), window_);
+  auto* gpu2 = again.findChild<QComboBox*>(QStringLiteral("gpu"));
+  QTRY_COMPARE_WITH_TIMEOUT(gpu2->count(), 3, 20000);
+  QCOMPARE(gpu2->currentData().toInt(), 3);
+  QVERIFY2(gpu2->currentText().contains(QStringLiteral("not found")), qPrintable(gpu2->currentText()));
+  forja::ui::set_gpu_setting(-1);
+  forja::test::settle_journal(window_);
+}
+
+void TestGpuPanes::aboutNamesTheRuntime() {
+  use_scenario("healthy.json");
+  open_window();
+  forja::ui::AboutDialog about(window_->context(), window_);
+  const QString text = about.findChild<QLabel*>(QStringLiteral("aboutText"))->text();
+  QVERIFY2(text.contains(QStringLiteral(FORJA_VERSION)), qPrintable(text));
+  QVERIFY2(text.contains(QStringLiteral("General Public License")), qPrintable(text));
+  QVERIFY2(text.contains(forja::ui::AboutDialog::docs_url()), qPrintable(text));
+  auto* runtime = about.findChild<QLabel*>(QStringLiteral("aboutRuntime"));
+  QVERIFY(runtime->text().contains(QString::fromLatin1(qVersion())));
+  // The probe answers off the GUI thread: then LibTorch's version and the fake driver's.
+  QTRY_VERIFY_WITH_TIMEOUT(
+      runtime->text().contains(QRegularExpression(QStringLiteral("LibTorch \\d+\\.\\d+"))), 20000);
+  QVERIFY2(runtime->text().contains(QStringLiteral("550.54.14")), qPrintable(runtime->text()));
+  forja::test::settle_journal(window_);
 }
 
 QTEST_MAIN(TestGpuPanes)
