@@ -83,9 +83,21 @@ int main(int argc, char** argv) {
   parser.addOption(tokenizer_opt);
   parser.addOption(model_opt);
   parser.addOption(journal_opt);
+  QCommandLineOption lang_opt(QStringLiteral("lang"),
+                              QStringLiteral("The window's language (en, pt_BR); other than English, the "
+                                             "screenshots go to <out-dir>/<lang>."),
+                              QStringLiteral("code"), QStringLiteral("en"));
+  parser.addOption(lang_opt);
   parser.process(app);
   if (parser.positionalArguments().size() != 1) parser.showHelp(2);
-  const QDir out(parser.positionalArguments().first());
+  const QString lang = parser.value(lang_opt);
+  if (!forja::ui::install_translations(QLocale(lang))) {
+    std::fprintf(stderr, "error: Forja has no translation for '%s'\n", qPrintable(lang));
+    return 2;
+  }
+  QString out_path = parser.positionalArguments().first();
+  if (!lang.startsWith(QLatin1String("en"))) out_path += u'/' + lang;
+  const QDir out(out_path);
   if (!QDir().mkpath(out.absolutePath())) {
     std::fprintf(stderr, "error: cannot create %s\n", qPrintable(out.absolutePath()));
     return 1;
@@ -114,10 +126,13 @@ int main(int argc, char** argv) {
     chat->findChild<QDoubleSpinBox*>(QStringLiteral("temperature"))->setValue(0);
     bool answered = false;
     QObject::connect(chat, &forja::ui::ChatPane::answer_finished, [&] { answered = true; });
-    for (const char* question : {"What is CUDA?", "O que é CUDA?"}) {
+    const bool portuguese = lang.startsWith(QLatin1String("pt"));
+    const QStringList questions =
+        portuguese ? QStringList{QStringLiteral("O que é CUDA?"), QStringLiteral("O que é LoRA?")}
+                   : QStringList{QStringLiteral("What is CUDA?"), QStringLiteral("O que é CUDA?")};
+    for (const QString& question : questions) {
       answered = false;
-      chat->findChild<QPlainTextEdit*>(QStringLiteral("chatInput"))
-          ->setPlainText(QString::fromUtf8(question));
+      chat->findChild<QPlainTextEdit*>(QStringLiteral("chatInput"))->setPlainText(question);
       chat->send();
       if (!wait_until([&] { return answered; }, 60000))
         std::fprintf(stderr, "warning: no answer within 60 s\n");

@@ -2,6 +2,45 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="pt_BR" sourcelanguage="en">
 <context>
+    <name>forja::ui::AboutDialog</name>
+    <message>
+        <source>About Forja</source>
+        <translation>Sobre o Forja</translation>
+    </message>
+    <message>
+        <source>&lt;h2&gt;Forja %1&lt;/h2&gt;&lt;p&gt;LoRA fine-tuning and chat for open language models on your own NVIDIA GPU, with no Python to install.&lt;/p&gt;&lt;p&gt;Free software under the GNU General Public License, version 3 or later.&lt;/p&gt;&lt;p&gt;&lt;a href=&quot;%2&quot;&gt;Documentation&lt;/a&gt;&lt;/p&gt;</source>
+        <translation>&lt;h2&gt;Forja %1&lt;/h2&gt;&lt;p&gt;Ajuste fino com LoRA e chat para modelos de linguagem abertos na sua própria GPU NVIDIA, sem Python para instalar.&lt;/p&gt;&lt;p&gt;Software livre sob a Licença Pública Geral GNU, versão 3 ou posterior.&lt;/p&gt;&lt;p&gt;&lt;a href=&quot;%2&quot;&gt;Documentação&lt;/a&gt;&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <source>Qt %1 · LibTorch and CUDA: asking…</source>
+        <translation>Qt %1 · LibTorch e CUDA: consultando…</translation>
+    </message>
+    <message>
+        <source>Qt %1 · LibTorch and CUDA: %2</source>
+        <translation>Qt %1 · LibTorch e CUDA: %2</translation>
+    </message>
+    <message>
+        <source>(not found)</source>
+        <translation>(não encontrada)</translation>
+    </message>
+    <message>
+        <source>CPU only</source>
+        <translation>só CPU</translation>
+    </message>
+    <message>
+        <source>CUDA %1</source>
+        <translation>CUDA %1</translation>
+    </message>
+    <message>
+        <source> · NVIDIA driver %1</source>
+        <translation> · driver NVIDIA %1</translation>
+    </message>
+    <message>
+        <source>Qt %1 · LibTorch %2 (%3)%4</source>
+        <translation>Qt %1 · LibTorch %2 (%3)%4</translation>
+    </message>
+</context>
+<context>
     <name>forja::ui::ChatPane</name>
     <message>
         <source>Chat</source>
@@ -913,12 +952,12 @@ Ajustado: %2</translation>
         <translation>&amp;Sobre o Forja</translation>
     </message>
     <message>
-        <source>About Forja</source>
-        <translation>Sobre o Forja</translation>
+        <source>&amp;Settings…</source>
+        <translation>&amp;Configurações…</translation>
     </message>
     <message>
-        <source>&lt;b&gt;Forja %1&lt;/b&gt;&lt;p&gt;LoRA fine-tuning and chat for open language models on your own NVIDIA GPU, with no Python to install.&lt;/p&gt;</source>
-        <translation>&lt;b&gt;Forja %1&lt;/b&gt;&lt;p&gt;Ajuste fino com LoRA e chat para modelos de linguagem abertos na sua própria GPU NVIDIA, sem precisar instalar Python.&lt;/p&gt;</translation>
+        <source>Ctrl+,</source>
+        <translation>Ctrl+,</translation>
     </message>
 </context>
 <context>
@@ -1460,6 +1499,81 @@ commit %2%3</translation>
     </message>
 </context>
 <context>
+    <name>forja::ui::SettingsDialog</name>
+    <message>
+        <source>Settings</source>
+        <translation>Configurações</translation>
+    </message>
+    <message>
+        <source>The system&apos;s (%1)</source>
+        <translation>O do sistema (%1)</translation>
+    </message>
+    <message>
+        <source>The system&apos;s</source>
+        <translation>O do sistema</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>Claro</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>Escuro</translation>
+    </message>
+    <message>
+        <source>Automatic (every GPU, CUDA&apos;s order)</source>
+        <translation>Automática (todas as GPUs, na ordem do CUDA)</translation>
+    </message>
+    <message>
+        <source>GPU %1</source>
+        <translation>GPU %1</translation>
+    </message>
+    <message>
+        <source>Language:</source>
+        <translation>Idioma:</translation>
+    </message>
+    <message>
+        <source>Theme:</source>
+        <translation>Tema:</translation>
+    </message>
+    <message>
+        <source>New runs go to:</source>
+        <translation>Novas execuções vão para:</translation>
+    </message>
+    <message>
+        <source>Folder for new runs</source>
+        <translation>Pasta para novas execuções</translation>
+    </message>
+    <message>
+        <source>Models are downloaded to:</source>
+        <translation>Modelos são baixados em:</translation>
+    </message>
+    <message>
+        <source>Folder for downloaded models</source>
+        <translation>Pasta para os modelos baixados</translation>
+    </message>
+    <message>
+        <source>GPU:</source>
+        <translation>GPU:</translation>
+    </message>
+    <message>
+        <source>A new language or GPU takes effect the next time Forja starts.</source>
+        <translation>Um novo idioma ou uma nova GPU passa a valer na próxima vez que o Forja abrir.</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>Procurar…</translation>
+    </message>
+    <message>
+        <source>GPU %1: %2 (%3)</source>
+        <translation>GPU %1: %2 (%3)</translation>
+    </message>
+    <message>
+        <source>GPU %1 (not found now)</source>
+        <translation>GPU %1 (não encontrada agora)</translation>
+    </message>
+</context>
+<context>
     <name>forja::ui::TrainPane</name>
     <message>
         <source>Quick test (a few steps)</source>
@@ -1484,22 +1598,6 @@ commit %2%3</translation>
     <message>
         <source>Data-parallel workers, each with a copy of the model: one per GPU on cuda (NCCL), or processes on the cpu (Gloo). Each takes batch × accumulation rows per step, so the step&apos;s batch grows with them.</source>
         <translation>Workers com paralelismo de dados, cada um com uma cópia do modelo: um por GPU em cuda (NCCL) ou processos na cpu (Gloo). Cada um processa lote × acumulação linhas por passo, então o lote do passo cresce com eles.</translation>
-    </message>
-    <message>
-        <source>Activation checkpointing (less memory, ~30% slower)</source>
-        <translation>Checkpointing de ativações (menos memória, ~30% mais lento)</translation>
-    </message>
-    <message>
-        <source>Selective checkpointing (the adapters&apos; inputs remade in backward; a few % slower)</source>
-        <translation>Checkpointing seletivo (as entradas dos adaptadores são refeitas no backward; alguns % mais lento)</translation>
-    </message>
-    <message>
-        <source>4-bit base (QLoRA): the base model&apos;s projections in NF4, about a quarter of its memory; Llama-family models</source>
-        <translation>Base em 4 bits (QLoRA): as projeções do modelo base em NF4, cerca de um quarto da memória; modelos da família Llama</translation>
-    </message>
-    <message>
-        <source>Pack short examples into full rows (faster on short data)</source>
-        <translation>Empacotar exemplos curtos em linhas completas (mais rápido com dados curtos)</translation>
     </message>
     <message>
         <source>Preset:</source>
@@ -1647,7 +1745,7 @@ commit %2%3</translation>
     </message>
     <message>
         <source>Run %1 after %2 steps. Adapter: %3</source>
-        <translation>Fim da execução (%1) após %2 passos. Adaptador: %3</translation>
+        <translation>Execução %1 após %2 passos. Adaptador: %3</translation>
     </message>
     <message>
         <source>worker: %1</source>
@@ -1791,6 +1889,50 @@ commit %2%3</translation>
     <message>
         <source>Train</source>
         <translation>Treinar</translation>
+    </message>
+    <message>
+        <source>finished</source>
+        <translation>concluída</translation>
+    </message>
+    <message>
+        <source>stopped early</source>
+        <translation>parada antes do fim</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>cancelada</translation>
+    </message>
+    <message>
+        <source>Activation checkpointing</source>
+        <translation>Checkpointing de ativações</translation>
+    </message>
+    <message>
+        <source>Less memory, about 30% slower: each block&apos;s activations are recomputed in the backward pass</source>
+        <translation>Menos memória, cerca de 30% mais lento: as ativações de cada bloco são recalculadas no backward</translation>
+    </message>
+    <message>
+        <source>Selective checkpointing</source>
+        <translation>Checkpointing seletivo</translation>
+    </message>
+    <message>
+        <source>The adapters&apos; inputs are remade in the backward pass: less memory, a few % slower</source>
+        <translation>As entradas dos adaptadores são refeitas no backward: menos memória, alguns % mais lento</translation>
+    </message>
+    <message>
+        <source>4-bit base (QLoRA)</source>
+        <translation>Base em 4 bits (QLoRA)</translation>
+    </message>
+    <message>
+        <source>The base model&apos;s projections in NF4, about a quarter of its memory; Llama-family models</source>
+        <translation>As projeções do modelo base em NF4, cerca de um quarto da memória; modelos da família Llama</translation>
+    </message>
+    <message>
+        <source>Pack short examples</source>
+        <translation>Empacotar exemplos curtos</translation>
+    </message>
+    <message>
+        <source>Pack short examples into full rows: faster on short data</source>
+        <translation>Empacotar exemplos curtos em linhas completas: mais rápido com dados curtos</translation>
     </message>
 </context>
 <context>

@@ -232,13 +232,20 @@ QWidget* TrainPane::build_form() {
   dtype_ = new QComboBox;
   dtype_->addItems(
       {QStringLiteral("auto"), QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")});
-  checkpointing_ = new QCheckBox(tr("Activation checkpointing (less memory, ~30% slower)"));
-  selective_ =
-      new QCheckBox(tr("Selective checkpointing (the adapters' inputs remade in backward; a few % slower)"));
-  base_4bit_ =
-      new QCheckBox(tr("4-bit base (QLoRA): the base model's projections in NF4, about a quarter of "
-                       "its memory; Llama-family models"));
-  packing_ = new QCheckBox(tr("Pack short examples into full rows (faster on short data)"));
+  // Short labels keep the form narrow (in any language); what each costs and saves is in its tooltip.
+  checkpointing_ = new QCheckBox(tr("Activation checkpointing"));
+  checkpointing_->setToolTip(
+      tr("Less memory, about 30% slower: each block's activations are recomputed in the "
+         "backward pass"));
+  selective_ = new QCheckBox(tr("Selective checkpointing"));
+  selective_->setToolTip(
+      tr("The adapters' inputs are remade in the backward pass: less memory, a few % slower"));
+  base_4bit_ = new QCheckBox(tr("4-bit base (QLoRA)"));
+  base_4bit_->setToolTip(
+      tr("The base model's projections in NF4, about a quarter of its memory; Llama-family "
+         "models"));
+  packing_ = new QCheckBox(tr("Pack short examples"));
+  packing_->setToolTip(tr("Pack short examples into full rows: faster on short data"));
 
   auto* form = new QFormLayout;
   form->addRow(tr("Preset:"), preset_);
@@ -428,13 +435,21 @@ void TrainPane::show_export_dialog() {
   d.exec();
 }
 
+QString TrainPane::outcome_text(const QString& outcome) {
+  // The worker's outcome names (forja-cli train --json-progress), in the window's words.
+  if (outcome == QLatin1String("finished")) return tr("finished");
+  if (outcome == QLatin1String("early_stopped")) return tr("stopped early");
+  if (outcome == QLatin1String("cancelled")) return tr("cancelled");
+  return outcome;
+}
+
 void TrainPane::on_finished(const QJsonObject& r) {
   const QString outcome = r.value(QStringLiteral("outcome")).toString();
   status_->setText(outcome == QLatin1String("paused")
                        ? tr("Paused at step %1 with a checkpoint. Resume continues from it.")
                              .arg(r.value(QStringLiteral("steps")).toInteger())
                        : tr("Run %1 after %2 steps. Adapter: %3")
-                             .arg(outcome)
+                             .arg(outcome_text(outcome))
                              .arg(r.value(QStringLiteral("steps")).toInteger())
                              .arg(QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString())));
   log(tr("worker: %1").arg(outcome));

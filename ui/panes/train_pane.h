@@ -88,6 +88,7 @@ class TrainPane : public Pane {
   void changeEvent(QEvent* event) override;
 
  private:
+  static QString outcome_text(const QString& outcome);
   // The constructor's parts: the widgets and their layout, the form's binding to TrainConfig, the signals.
   void build_layout();
   QWidget* build_form();
