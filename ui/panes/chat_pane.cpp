@@ -239,6 +239,8 @@ QWidget* ChatPane::build_settings() {
   load_adapter_->setObjectName(QStringLiteral("loadAdapter"));
 
   auto* form = new QFormLayout;
+  // A label that leaves its field too little room goes above it: one column where the pane is narrow.
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);
   form->addRow(tr("System prompt:"), system_prompt_);
   form->addRow(tr("Temperature:"), temperature_);
   form->addRow(tr("Top-p:"), top_p_);
@@ -261,11 +263,7 @@ QWidget* ChatPane::build_settings() {
   settings_layout->addWidget(serve_box_);
 #endif
   settings_layout->addStretch(1);
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(settings);
-  scroll->setWidgetResizable(true);
-  scroll->setMinimumWidth(280);
-  return scroll;
+  return vertical_scroll_area(settings);
 }
 
 void ChatPane::wire_controls() {

@@ -248,6 +248,8 @@ QWidget* TrainPane::build_form() {
   packing_->setToolTip(tr("Pack short examples into full rows: faster on short data"));
 
   auto* form = new QFormLayout;
+  // A label that leaves its field too little room goes above it: one column where the pane is narrow.
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);
   form->addRow(tr("Preset:"), preset_);
   form->addRow(tr("Output folder:"), output_dir_);
   form->addRow(tr("LoRA rank / alpha:"), pair_row(rank_, alpha_));
@@ -274,11 +276,7 @@ QWidget* TrainPane::build_form() {
   form->addRow(estimate_);
   auto* form_box = new QWidget;
   form_box->setLayout(form);
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(form_box);
-  scroll->setWidgetResizable(true);
-  scroll->setMinimumWidth(340);
-  return scroll;
+  return vertical_scroll_area(form_box);
 }
 
 // Start / Pause / Stop, the progress, the plots and the log.
