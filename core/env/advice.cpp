@@ -44,14 +44,35 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// Marks a template for Qt's lupdate, which reads this file: the window translates the templates by this
+// context. Core has no Qt, so the macro is only a marker here.
+#define QT_TRANSLATE_NOOP(context, text) text
+
+Finding finding(std::string id, Severity severity, const char* problem, std::vector<std::string> problem_args,
+                const char* fix, std::vector<std::string> fix_args = {}) {
+  Finding f;
+  f.id = std::move(id);
+  f.severity = severity;
+  f.problem_template = problem;
+  f.problem_args = std::move(problem_args);
+  f.fix_template = fix;
+  f.fix_args = std::move(fix_args);
+  f.problem = fill_template(f.problem_template, f.problem_args);
+  f.fix = fill_template(f.fix_template, f.fix_args);
+  return f;
+}
+
 void rule_no_driver(const Report& r, std::vector<Finding>& out) {
   if (r.driver.present()) return;
-  out.push_back(
-      {"no-driver", Severity::info,
-       "No NVIDIA driver was found (" + r.driver.nvml.requested + " and " + r.driver.cuda.requested +
-           " did not load), so Forja runs on the CPU.",
-       "If this machine has an NVIDIA GPU, install the NVIDIA driver and reboot; otherwise there is "
-       "nothing to do."});
+  out.push_back(finding(
+      "no-driver", Severity::info,
+      QT_TRANSLATE_NOOP("forja::env::Finding",
+                        "No NVIDIA driver was found (%1 and %2 did not load), so Forja runs on the CPU."),
+      {r.driver.nvml.requested, r.driver.cuda.requested},
+      QT_TRANSLATE_NOOP(
+          "forja::env::Finding",
+          "If this machine has an NVIDIA GPU, install the NVIDIA driver and reboot; otherwise there is "
+          "nothing to do.")));
 }
 
 bool mismatch(const Report& r) {
@@ -64,71 +85,106 @@ bool mismatch(const Report& r) {
 void rule_driver_mismatch(const Report& r, std::vector<Finding>& out) {
   if (!mismatch(r)) return;
   const auto& d = r.driver;
-  std::string problem;
+  const char* fix = QT_TRANSLATE_NOOP(
+      "forja::env::Finding",
+      "Reboot, or unload and reload the nvidia kernel modules, so that both are the same version.");
   if (!d.kernel_module_version.empty() && !d.version.empty() && d.kernel_module_version != d.version)
-    problem = "The loaded NVIDIA kernel module is " + d.kernel_module_version +
-              " but the user-space driver is " + d.version +
-              ", so the GPU cannot be used (usually the driver was updated without a reboot).";
+    out.push_back(finding(
+        "driver-mismatch", Severity::error,
+        QT_TRANSLATE_NOOP("forja::env::Finding",
+                          "The loaded NVIDIA kernel module is %1 but the user-space driver is %2, so "
+                          "the GPU cannot be used (usually the driver was updated without a reboot)."),
+        {d.kernel_module_version, d.version}, fix));
   else
-    problem = "The NVIDIA kernel module and the user-space driver are different versions (" +
-              (d.nvml.error.empty() ? d.cuda.error : d.nvml.error) + "), so the GPU cannot be used.";
-  out.push_back(
-      {"driver-mismatch", Severity::error, problem,
-       "Reboot, or unload and reload the nvidia kernel modules, so that both are the same version."});
+    out.push_back(
+        finding("driver-mismatch", Severity::error,
+                QT_TRANSLATE_NOOP("forja::env::Finding",
+                                  "The NVIDIA kernel module and the user-space driver are different versions "
+                                  "(%1), so the GPU cannot be used."),
+                {d.nvml.error.empty() ? d.cuda.error : d.nvml.error}, fix));
 }
 
 void rule_driver_not_ready(const Report& r, std::vector<Finding>& out) {
   const auto& d = r.driver;
   if (!d.present() || d.nvml_ready || d.cuda_ready || mismatch(r)) return;
   const std::string why = !d.nvml.error.empty() ? d.nvml.error : d.cuda.error;
-  out.push_back(
-      {"driver-not-running", Severity::error,
-       "The NVIDIA driver libraries are installed but the driver did not start: " + why + ".",
-       "Check that the GPU is seen (lspci | grep -i nvidia) and that the nvidia kernel module is loaded "
-       "(sudo modprobe nvidia), or reboot after a driver install."});
+  out.push_back(finding(
+      "driver-not-running", Severity::error,
+      QT_TRANSLATE_NOOP("forja::env::Finding",
+                        "The NVIDIA driver libraries are installed but the driver did not start: %1."),
+      {why},
+      QT_TRANSLATE_NOOP(
+          "forja::env::Finding",
+          "Check that the GPU is seen (lspci | grep -i nvidia) and that the nvidia kernel module is "
+          "loaded (sudo modprobe nvidia), or reboot after a driver install.")));
 }
 
 void rule_no_gpu(const Report& r, std::vector<Finding>& out) {
   if (!(r.driver.nvml_ready || r.driver.cuda_ready) || !r.gpus.empty()) return;
-  out.push_back({"no-gpu", Severity::warning,
-                 "The NVIDIA driver is running but reports no GPU, so Forja runs on the CPU.",
-                 "Check that the GPU is seated and powered and that this container or VM was given it."});
+  out.push_back(
+      finding("no-gpu", Severity::warning,
+              QT_TRANSLATE_NOOP("forja::env::Finding",
+                                "The NVIDIA driver is running but reports no GPU, so Forja runs on the CPU."),
+              {},
+              QT_TRANSLATE_NOOP(
+                  "forja::env::Finding",
+                  "Check that the GPU is seated and powered and that this container or VM was given it.")));
 }
 
 void rule_driver_too_old(const Report& r, std::vector<Finding>& out) {
   const int have = r.driver.cuda_version;
   if (have <= 0) return;
   struct Need {
-    std::string who;
+    bool torch;  // this LibTorch's CUDA, else Forja's kernels'
     int cuda;
   };
   std::vector<Need> needs;
   if (r.torch.built_with_cuda) {
     int rt = r.torch.cuda_runtime_loaded > 0 ? r.torch.cuda_runtime_loaded : r.torch.cuda_runtime_built;
-    if (rt > 0) needs.push_back({"this LibTorch uses CUDA " + cuda_version_string(rt), rt});
+    if (rt > 0) needs.push_back({true, rt});
   }
   if (r.build.kernels && r.build.kernels_cuda_version > 0)
-    needs.push_back(
-        {"Forja's kernels were built with CUDA " + cuda_version_string(r.build.kernels_cuda_version),
-         r.build.kernels_cuda_version});
+    needs.push_back({false, r.build.kernels_cuda_version});
+  const std::string driver = r.driver.version.empty() ? std::string("(version unknown)") : r.driver.version;
   for (const auto& n : needs) {
     if (n.cuda <= have) continue;
     const std::string floor = minimum_driver_for_cuda(n.cuda);
-    const std::string driver =
-        r.driver.version.empty() ? "The NVIDIA driver" : "NVIDIA driver " + r.driver.version;
     const bool other_major = n.cuda / 1000 > have / 1000;
-    Finding f;
-    f.id = "driver-too-old";
-    f.severity = other_major ? Severity::error : Severity::warning;
-    f.problem =
-        driver + " supports CUDA up to " + cuda_version_string(have) + ", but " + n.who +
-        (other_major ? ", so CUDA will not start."
-                     : "; it runs through minor-version compatibility, but PTX JIT and newer features fail.");
-    f.fix = "Install NVIDIA driver " +
-            (floor.empty() ? std::string("for CUDA ") + cuda_version_string(n.cuda)
-                           : floor + " or newer (the minimum for CUDA " + cuda_version_string(n.cuda) + ")") +
-            ", or use a build made for CUDA " + cuda_version_string(have) + " or older.";
-    out.push_back(std::move(f));
+    // One template per case, whole sentences, so that a translation never has to join fragments.
+    const char* problem =
+        n.torch
+            ? (other_major
+                   ? QT_TRANSLATE_NOOP("forja::env::Finding",
+                                       "NVIDIA driver %1 supports CUDA up to %2, but this LibTorch uses "
+                                       "CUDA %3, so CUDA will not start.")
+                   : QT_TRANSLATE_NOOP("forja::env::Finding",
+                                       "NVIDIA driver %1 supports CUDA up to %2, but this LibTorch uses "
+                                       "CUDA %3; it runs through minor-version compatibility, but PTX JIT "
+                                       "and newer features fail."))
+            : (other_major
+                   ? QT_TRANSLATE_NOOP("forja::env::Finding",
+                                       "NVIDIA driver %1 supports CUDA up to %2, but Forja's kernels were "
+                                       "built with CUDA %3, so CUDA will not start.")
+                   : QT_TRANSLATE_NOOP("forja::env::Finding",
+                                       "NVIDIA driver %1 supports CUDA up to %2, but Forja's kernels were "
+                                       "built with CUDA %3; they run through minor-version compatibility, "
+                                       "but PTX JIT and newer features fail."));
+    const std::string need = cuda_version_string(n.cuda), can = cuda_version_string(have);
+    out.push_back(
+        floor.empty()
+            ? finding("driver-too-old", other_major ? Severity::error : Severity::warning, problem,
+                      {driver, can, need},
+                      QT_TRANSLATE_NOOP(
+                          "forja::env::Finding",
+                          "Install NVIDIA driver for CUDA %1, or use a build made for CUDA %2 or older."),
+                      {need, can})
+            : finding("driver-too-old", other_major ? Severity::error : Severity::warning, problem,
+                      {driver, can, need},
+                      QT_TRANSLATE_NOOP(
+                          "forja::env::Finding",
+                          "Install NVIDIA driver %1 or newer (the minimum for CUDA %2), or use a build "
+                          "made for CUDA %3 or older."),
+                      {floor, need, can}));
   }
 }
 
@@ -139,20 +195,26 @@ void rule_architectures(const Report& r, std::vector<Finding>& out) {
     if (r.torch.built_with_cuda && !r.torch.cuda_architectures.empty() &&
         !architectures_cover(r.torch.cuda_architectures, g.cc_major, g.cc_minor)) {
       out.push_back(
-          {"arch-missing", Severity::error,
-           gpu_label(g) + " has compute capability " + cc_string(g) +
-               ", which this LibTorch has no kernels for (it has " + join(r.torch.cuda_architectures) + ").",
-           "Use a LibTorch build that includes " + sm + " (check its release notes for supported GPUs)."});
+          finding("arch-missing", Severity::error,
+                  QT_TRANSLATE_NOOP(
+                      "forja::env::Finding",
+                      "%1 has compute capability %2, which this LibTorch has no kernels for (it has %3)."),
+                  {gpu_label(g), cc_string(g), join(r.torch.cuda_architectures)},
+                  QT_TRANSLATE_NOOP(
+                      "forja::env::Finding",
+                      "Use a LibTorch build that includes %1 (check its release notes for supported GPUs)."),
+                  {sm}));
     }
     if (r.build.kernels && !r.build.kernel_architectures.empty() &&
         !architectures_cover(r.build.kernel_architectures, g.cc_major, g.cc_minor)) {
-      out.push_back({"kernel-arch-missing", Severity::warning,
-                     gpu_label(g) + " has compute capability " + cc_string(g) +
-                         ", but Forja's own kernels were built "
-                         "only for " +
-                         join(r.build.kernel_architectures) + ".",
-                     "Reconfigure with -DCMAKE_CUDA_ARCHITECTURES=" +
-                         std::to_string(g.cc_major * 10 + g.cc_minor) + " (or native) and rebuild."});
+      out.push_back(finding(
+          "kernel-arch-missing", Severity::warning,
+          QT_TRANSLATE_NOOP("forja::env::Finding",
+                            "%1 has compute capability %2, but Forja's own kernels were built only for %3."),
+          {gpu_label(g), cc_string(g), join(r.build.kernel_architectures)},
+          QT_TRANSLATE_NOOP("forja::env::Finding",
+                            "Reconfigure with -DCMAKE_CUDA_ARCHITECTURES=%1 (or native) and rebuild."),
+          {std::to_string(g.cc_major * 10 + g.cc_minor)}));
     }
   }
 }
@@ -160,33 +222,54 @@ void rule_architectures(const Report& r, std::vector<Finding>& out) {
 void rule_no_bf16(const Report& r, std::vector<Finding>& out) {
   for (const auto& g : r.gpus) {
     if (g.cc_major <= 0 || g.cc_major >= 8) continue;
-    out.push_back({"no-bf16", Severity::warning,
-                   gpu_label(g) + " has compute capability " + cc_string(g) +
-                       " and no bf16 support (that needs 8.0, Ampere, or newer).",
-                   "Train in fp16 with loss scaling (or fp32 for small models) instead of bf16."});
+    out.push_back(finding(
+        "no-bf16", Severity::warning,
+        QT_TRANSLATE_NOOP(
+            "forja::env::Finding",
+            "%1 has compute capability %2 and no bf16 support (that needs 8.0, Ampere, or newer)."),
+        {gpu_label(g), cc_string(g)},
+        QT_TRANSLATE_NOOP("forja::env::Finding",
+                          "Train in fp16 with loss scaling (or fp32 for small models) instead of bf16.")));
   }
 }
 
 void rule_torch_cuda(const Report& r, std::vector<Finding>& out) {
   if (!r.torch.probed || r.gpus.empty()) return;
-  const std::string names = gpu_label(r.gpus.front()) + (r.gpus.size() > 1 ? " and others" : "");
+  const std::string first = gpu_label(r.gpus.front());
+  const bool several = r.gpus.size() > 1;
   if (!r.torch.built_with_cuda) {
-    out.push_back(
-        {"torch-no-cuda", Severity::error,
-         "THIS FORJA BUILD RUNS ON THE CPU ONLY: its LibTorch has no CUDA, even though " + names +
-             " is present.",
-         "Rebuild Forja with the cuda preset against a LibTorch that has CUDA (CMAKE_PREFIX_PATH pointing "
-         "at it)."});
+    out.push_back(finding(
+        "torch-no-cuda", Severity::error,
+        several ? QT_TRANSLATE_NOOP(
+                      "forja::env::Finding",
+                      "THIS FORJA BUILD RUNS ON THE CPU ONLY: its LibTorch has no CUDA, even though %1 "
+                      "and others are present.")
+                : QT_TRANSLATE_NOOP(
+                      "forja::env::Finding",
+                      "THIS FORJA BUILD RUNS ON THE CPU ONLY: its LibTorch has no CUDA, even though %1 "
+                      "is present."),
+        {first},
+        QT_TRANSLATE_NOOP(
+            "forja::env::Finding",
+            "Rebuild Forja with the cuda preset against a LibTorch that has CUDA (CMAKE_PREFIX_PATH "
+            "pointing at it).")));
     return;
   }
   const bool any_visible =
       std::any_of(r.gpus.begin(), r.gpus.end(), [](const GpuInfo& g) { return g.cuda_index >= 0; });
   if (!r.torch.cuda_available && (any_visible || !r.driver.cuda_ready)) {
-    out.push_back(
-        {"torch-cuda-unavailable", Severity::error,
-         "THE WORK WOULD RUN ON THE CPU: LibTorch has CUDA but cannot use " + names + ".",
-         "Fix the driver findings in this report, then run forja-cli doctor again until it says CUDA is "
-         "available."});
+    out.push_back(finding(
+        "torch-cuda-unavailable", Severity::error,
+        several ? QT_TRANSLATE_NOOP(
+                      "forja::env::Finding",
+                      "THE WORK WOULD RUN ON THE CPU: LibTorch has CUDA but cannot use %1 and others.")
+                : QT_TRANSLATE_NOOP("forja::env::Finding",
+                                    "THE WORK WOULD RUN ON THE CPU: LibTorch has CUDA but cannot use %1."),
+        {first},
+        QT_TRANSLATE_NOOP(
+            "forja::env::Finding",
+            "Fix the driver findings in this report, then run forja-cli doctor again until it says "
+            "CUDA is available.")));
   }
 }
 
@@ -198,11 +281,14 @@ void rule_gpus_hidden(const Report& r, std::vector<Finding>& out) {
     return g.mig_enabled.value_or(false) && g.mig_instances == 0;
   });
   if (any_visible || mig_without_instance) return;
-  out.push_back({"gpus-hidden", Severity::warning,
-                 "CUDA_VISIBLE_DEVICES=\"" + *r.cuda_visible_devices +
-                     "\" hides every GPU from CUDA, so Forja runs on "
-                     "the CPU.",
-                 "Unset CUDA_VISIBLE_DEVICES, or set it to the index or UUID of the GPU to use (e.g. 0)."});
+  out.push_back(finding(
+      "gpus-hidden", Severity::warning,
+      QT_TRANSLATE_NOOP("forja::env::Finding",
+                        "CUDA_VISIBLE_DEVICES=\"%1\" hides every GPU from CUDA, so Forja runs on the CPU."),
+      {*r.cuda_visible_devices},
+      QT_TRANSLATE_NOOP(
+          "forja::env::Finding",
+          "Unset CUDA_VISIBLE_DEVICES, or set it to the index or UUID of the GPU to use (e.g. 0).")));
 }
 
 void rule_memory_held(const Report& r, std::vector<Finding>& out) {
@@ -214,19 +300,32 @@ void rule_memory_held(const Report& r, std::vector<Finding>& out) {
     // "Most" of the memory: half of it leaves too little for any but the smallest model.
     const uint64_t half = g.memory_total / 2;
     if (biggest && biggest->used_bytes >= half) {
-      const std::string who = "Process " + std::to_string(biggest->pid) +
-                              (biggest->name.empty() ? "" : " (" + biggest->name + ")");
-      out.push_back(
-          {"memory-held", Severity::warning,
-           who + " holds " + gib(biggest->used_bytes) + " of the " + gib(g.memory_total) + " on " +
-               gpu_label(g) + ".",
-           "Stop that process, or choose another GPU with CUDA_VISIBLE_DEVICES, before training: Forja can "
-           "use only what is free."});
+      const std::string pid = std::to_string(biggest->pid);
+      const char* fix =
+          QT_TRANSLATE_NOOP("forja::env::Finding",
+                            "Stop that process, or choose another GPU with CUDA_VISIBLE_DEVICES, before "
+                            "training: Forja can use only what is free.");
+      if (biggest->name.empty())
+        out.push_back(
+            finding("memory-held", Severity::warning,
+                    QT_TRANSLATE_NOOP("forja::env::Finding", "Process %1 holds %2 of the %3 on %4."),
+                    {pid, gib(biggest->used_bytes), gib(g.memory_total), gpu_label(g)}, fix));
+      else
+        out.push_back(
+            finding("memory-held", Severity::warning,
+                    QT_TRANSLATE_NOOP("forja::env::Finding", "Process %1 (%2) holds %3 of the %4 on %5."),
+                    {pid, biggest->name, gib(biggest->used_bytes), gib(g.memory_total), gpu_label(g)}, fix));
     } else if (g.processes.empty() && g.memory_used >= half) {
-      out.push_back({"memory-held", Severity::warning,
-                     gib(g.memory_used) + " of the " + gib(g.memory_total) + " on " + gpu_label(g) +
-                         " is in use by processes this session cannot see (another container or user).",
-                     "Free that memory (nvidia-smi on the host shows who holds it) or choose another GPU."});
+      out.push_back(finding(
+          "memory-held", Severity::warning,
+          QT_TRANSLATE_NOOP(
+              "forja::env::Finding",
+              "%1 of the %2 on %3 is in use by processes this session cannot see (another container or "
+              "user)."),
+          {gib(g.memory_used), gib(g.memory_total), gpu_label(g)},
+          QT_TRANSLATE_NOOP(
+              "forja::env::Finding",
+              "Free that memory (nvidia-smi on the host shows who holds it) or choose another GPU.")));
     }
   }
 }
@@ -234,26 +333,54 @@ void rule_memory_held(const Report& r, std::vector<Finding>& out) {
 void rule_mig(const Report& r, std::vector<Finding>& out) {
   for (const auto& g : r.gpus) {
     if (!g.mig_enabled.value_or(false) || g.mig_instances > 0) continue;
-    out.push_back(
-        {"mig-no-instance", Severity::error,
-         "MIG mode is on for " + gpu_label(g) + " but no MIG instance exists, so CUDA has no device on it.",
-         "Create an instance (sudo nvidia-smi mig -i " + std::to_string(g.index) +
-             " -cgi <profile> -C) or turn MIG off (sudo nvidia-smi -i " + std::to_string(g.index) +
-             " -mig 0) and reset the GPU."});
+    const std::string index = std::to_string(g.index);
+    out.push_back(finding(
+        "mig-no-instance", Severity::error,
+        QT_TRANSLATE_NOOP("forja::env::Finding",
+                          "MIG mode is on for %1 but no MIG instance exists, so CUDA has no device on it."),
+        {gpu_label(g)},
+        QT_TRANSLATE_NOOP(
+            "forja::env::Finding",
+            "Create an instance (sudo nvidia-smi mig -i %1 -cgi <profile> -C) or turn MIG off (sudo "
+            "nvidia-smi -i %1 -mig 0) and reset the GPU."),
+        {index}));
   }
 }
 
 void rule_cudnn(const Report& r, std::vector<Finding>& out) {
   const int built = r.torch.cudnn_built, loaded = r.torch.cudnn_loaded;
   if (!r.torch.built_with_cuda || built <= 0 || loaded <= 0 || built / 10000 == loaded / 10000) return;
-  out.push_back(
-      {"cudnn-mismatch", Severity::warning,
-       "LibTorch was built with cuDNN " + cudnn_version_string(built) + " but cuDNN " +
-           cudnn_version_string(loaded) + " is loaded; convolutions may fail or be slow.",
-       "Put the cuDNN that came with this LibTorch first on the library path (or remove the other one)."});
+  out.push_back(finding(
+      "cudnn-mismatch", Severity::warning,
+      QT_TRANSLATE_NOOP(
+          "forja::env::Finding",
+          "LibTorch was built with cuDNN %1 but cuDNN %2 is loaded; convolutions may fail or be slow."),
+      {cudnn_version_string(built), cudnn_version_string(loaded)},
+      QT_TRANSLATE_NOOP(
+          "forja::env::Finding",
+          "Put the cuDNN that came with this LibTorch first on the library path (or remove the other "
+          "one).")));
 }
 
 }  // namespace
+
+std::string fill_template(const std::string& tmpl, const std::vector<std::string>& args) {
+  std::string out;
+  out.reserve(tmpl.size());
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    const char c = tmpl[i];
+    if (c == '%' && i + 1 < tmpl.size() && tmpl[i + 1] >= '1' && tmpl[i + 1] <= '9') {
+      const size_t n = static_cast<size_t>(tmpl[i + 1] - '1');
+      if (n < args.size()) {
+        out += args[n];
+        ++i;
+        continue;
+      }
+    }
+    out += c;
+  }
+  return out;
+}
 
 const char* severity_name(Severity s) {
   switch (s) {

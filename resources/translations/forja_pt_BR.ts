@@ -2,6 +2,161 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="pt_BR" sourcelanguage="en">
 <context>
+    <name>forja::env::Finding</name>
+    <message>
+        <source>No NVIDIA driver was found (%1 and %2 did not load), so Forja runs on the CPU.</source>
+        <translation>Nenhum driver NVIDIA foi encontrado (%1 e %2 não carregaram), então o Forja roda na CPU.</translation>
+    </message>
+    <message>
+        <source>If this machine has an NVIDIA GPU, install the NVIDIA driver and reboot; otherwise there is nothing to do.</source>
+        <translation>Se esta máquina tem uma GPU NVIDIA, instale o driver NVIDIA e reinicie; caso contrário, não há nada a fazer.</translation>
+    </message>
+    <message>
+        <source>Reboot, or unload and reload the nvidia kernel modules, so that both are the same version.</source>
+        <translation>Reinicie, ou descarregue e recarregue os módulos do kernel nvidia, para que os dois fiquem na mesma versão.</translation>
+    </message>
+    <message>
+        <source>The loaded NVIDIA kernel module is %1 but the user-space driver is %2, so the GPU cannot be used (usually the driver was updated without a reboot).</source>
+        <translation>O módulo do kernel NVIDIA carregado é %1, mas o driver de espaço de usuário é %2, então a GPU não pode ser usada (em geral o driver foi atualizado sem reiniciar).</translation>
+    </message>
+    <message>
+        <source>The NVIDIA kernel module and the user-space driver are different versions (%1), so the GPU cannot be used.</source>
+        <translation>O módulo do kernel NVIDIA e o driver de espaço de usuário estão em versões diferentes (%1), então a GPU não pode ser usada.</translation>
+    </message>
+    <message>
+        <source>The NVIDIA driver libraries are installed but the driver did not start: %1.</source>
+        <translation>As bibliotecas do driver NVIDIA estão instaladas, mas o driver não iniciou: %1.</translation>
+    </message>
+    <message>
+        <source>Check that the GPU is seen (lspci | grep -i nvidia) and that the nvidia kernel module is loaded (sudo modprobe nvidia), or reboot after a driver install.</source>
+        <translation>Verifique se a GPU aparece (lspci | grep -i nvidia) e se o módulo do kernel nvidia está carregado (sudo modprobe nvidia), ou reinicie depois de instalar o driver.</translation>
+    </message>
+    <message>
+        <source>The NVIDIA driver is running but reports no GPU, so Forja runs on the CPU.</source>
+        <translation>O driver NVIDIA está rodando, mas não informa nenhuma GPU, então o Forja roda na CPU.</translation>
+    </message>
+    <message>
+        <source>Check that the GPU is seated and powered and that this container or VM was given it.</source>
+        <translation>Verifique se a GPU está bem encaixada e alimentada e se este contêiner ou VM recebeu acesso a ela.</translation>
+    </message>
+    <message>
+        <source>NVIDIA driver %1 supports CUDA up to %2, but this LibTorch uses CUDA %3, so CUDA will not start.</source>
+        <translation>O driver NVIDIA %1 suporta CUDA até %2, mas esta LibTorch usa CUDA %3, então o CUDA não vai iniciar.</translation>
+    </message>
+    <message>
+        <source>NVIDIA driver %1 supports CUDA up to %2, but this LibTorch uses CUDA %3; it runs through minor-version compatibility, but PTX JIT and newer features fail.</source>
+        <translation>O driver NVIDIA %1 suporta CUDA até %2, mas esta LibTorch usa CUDA %3; ela roda pela compatibilidade entre versões menores, mas o JIT de PTX e os recursos mais novos falham.</translation>
+    </message>
+    <message>
+        <source>NVIDIA driver %1 supports CUDA up to %2, but Forja&apos;s kernels were built with CUDA %3, so CUDA will not start.</source>
+        <translation>O driver NVIDIA %1 suporta CUDA até %2, mas os kernels do Forja foram compilados com CUDA %3, então o CUDA não vai iniciar.</translation>
+    </message>
+    <message>
+        <source>NVIDIA driver %1 supports CUDA up to %2, but Forja&apos;s kernels were built with CUDA %3; they run through minor-version compatibility, but PTX JIT and newer features fail.</source>
+        <translation>O driver NVIDIA %1 suporta CUDA até %2, mas os kernels do Forja foram compilados com CUDA %3; eles rodam pela compatibilidade entre versões menores, mas o JIT de PTX e os recursos mais novos falham.</translation>
+    </message>
+    <message>
+        <source>Install NVIDIA driver for CUDA %1, or use a build made for CUDA %2 or older.</source>
+        <translation>Instale um driver NVIDIA para CUDA %1, ou use uma build feita para CUDA %2 ou anterior.</translation>
+    </message>
+    <message>
+        <source>Install NVIDIA driver %1 or newer (the minimum for CUDA %2), or use a build made for CUDA %3 or older.</source>
+        <translation>Instale o driver NVIDIA %1 ou mais novo (o mínimo para CUDA %2), ou use uma build feita para CUDA %3 ou anterior.</translation>
+    </message>
+    <message>
+        <source>%1 has compute capability %2, which this LibTorch has no kernels for (it has %3).</source>
+        <translation>%1 tem capacidade de computação %2, para a qual esta LibTorch não tem kernels (ela tem %3).</translation>
+    </message>
+    <message>
+        <source>Use a LibTorch build that includes %1 (check its release notes for supported GPUs).</source>
+        <translation>Use uma build da LibTorch que inclua %1 (veja nas notas de versão quais GPUs ela suporta).</translation>
+    </message>
+    <message>
+        <source>%1 has compute capability %2, but Forja&apos;s own kernels were built only for %3.</source>
+        <translation>%1 tem capacidade de computação %2, mas os kernels do próprio Forja foram compilados só para %3.</translation>
+    </message>
+    <message>
+        <source>Reconfigure with -DCMAKE_CUDA_ARCHITECTURES=%1 (or native) and rebuild.</source>
+        <translation>Reconfigure com -DCMAKE_CUDA_ARCHITECTURES=%1 (ou native) e compile de novo.</translation>
+    </message>
+    <message>
+        <source>%1 has compute capability %2 and no bf16 support (that needs 8.0, Ampere, or newer).</source>
+        <translation>%1 tem capacidade de computação %2 e não suporta bf16 (isso exige 8.0, Ampere, ou mais nova).</translation>
+    </message>
+    <message>
+        <source>Train in fp16 with loss scaling (or fp32 for small models) instead of bf16.</source>
+        <translation>Treine em fp16 com escala da perda (ou em fp32 para modelos pequenos) em vez de bf16.</translation>
+    </message>
+    <message>
+        <source>THIS FORJA BUILD RUNS ON THE CPU ONLY: its LibTorch has no CUDA, even though %1 and others are present.</source>
+        <translation>ESTA BUILD DO FORJA RODA SÓ NA CPU: a LibTorch dela não tem CUDA, embora %1 e outras estejam presentes.</translation>
+    </message>
+    <message>
+        <source>THIS FORJA BUILD RUNS ON THE CPU ONLY: its LibTorch has no CUDA, even though %1 is present.</source>
+        <translation>ESTA BUILD DO FORJA RODA SÓ NA CPU: a LibTorch dela não tem CUDA, embora %1 esteja presente.</translation>
+    </message>
+    <message>
+        <source>Rebuild Forja with the cuda preset against a LibTorch that has CUDA (CMAKE_PREFIX_PATH pointing at it).</source>
+        <translation>Compile o Forja de novo com o preset cuda contra uma LibTorch que tenha CUDA (CMAKE_PREFIX_PATH apontando para ela).</translation>
+    </message>
+    <message>
+        <source>THE WORK WOULD RUN ON THE CPU: LibTorch has CUDA but cannot use %1 and others.</source>
+        <translation>O TRABALHO RODARIA NA CPU: a LibTorch tem CUDA, mas não consegue usar %1 e as outras.</translation>
+    </message>
+    <message>
+        <source>THE WORK WOULD RUN ON THE CPU: LibTorch has CUDA but cannot use %1.</source>
+        <translation>O TRABALHO RODARIA NA CPU: a LibTorch tem CUDA, mas não consegue usar %1.</translation>
+    </message>
+    <message>
+        <source>Fix the driver findings in this report, then run forja-cli doctor again until it says CUDA is available.</source>
+        <translation>Corrija os problemas de driver deste relatório e rode forja-cli doctor de novo até ele dizer que o CUDA está disponível.</translation>
+    </message>
+    <message>
+        <source>CUDA_VISIBLE_DEVICES=&quot;%1&quot; hides every GPU from CUDA, so Forja runs on the CPU.</source>
+        <translation>CUDA_VISIBLE_DEVICES=&quot;%1&quot; esconde todas as GPUs do CUDA, então o Forja roda na CPU.</translation>
+    </message>
+    <message>
+        <source>Unset CUDA_VISIBLE_DEVICES, or set it to the index or UUID of the GPU to use (e.g. 0).</source>
+        <translation>Remova CUDA_VISIBLE_DEVICES, ou defina-a com o índice ou o UUID da GPU a usar (por exemplo, 0).</translation>
+    </message>
+    <message>
+        <source>Stop that process, or choose another GPU with CUDA_VISIBLE_DEVICES, before training: Forja can use only what is free.</source>
+        <translation>Encerre esse processo, ou escolha outra GPU com CUDA_VISIBLE_DEVICES, antes de treinar: o Forja só pode usar o que está livre.</translation>
+    </message>
+    <message>
+        <source>Process %1 holds %2 of the %3 on %4.</source>
+        <translation>O processo %1 ocupa %2 dos %3 da %4.</translation>
+    </message>
+    <message>
+        <source>Process %1 (%2) holds %3 of the %4 on %5.</source>
+        <translation>O processo %1 (%2) ocupa %3 dos %4 da %5.</translation>
+    </message>
+    <message>
+        <source>%1 of the %2 on %3 is in use by processes this session cannot see (another container or user).</source>
+        <translation>%1 dos %2 da %3 estão em uso por processos que esta sessão não vê (outro contêiner ou usuário).</translation>
+    </message>
+    <message>
+        <source>Free that memory (nvidia-smi on the host shows who holds it) or choose another GPU.</source>
+        <translation>Libere essa memória (nvidia-smi no host mostra quem a ocupa) ou escolha outra GPU.</translation>
+    </message>
+    <message>
+        <source>MIG mode is on for %1 but no MIG instance exists, so CUDA has no device on it.</source>
+        <translation>O modo MIG está ligado na %1, mas não existe nenhuma instância MIG, então o CUDA não tem dispositivo nela.</translation>
+    </message>
+    <message>
+        <source>Create an instance (sudo nvidia-smi mig -i %1 -cgi &lt;profile&gt; -C) or turn MIG off (sudo nvidia-smi -i %1 -mig 0) and reset the GPU.</source>
+        <translation>Crie uma instância (sudo nvidia-smi mig -i %1 -cgi &lt;perfil&gt; -C) ou desligue o MIG (sudo nvidia-smi -i %1 -mig 0) e reinicie a GPU.</translation>
+    </message>
+    <message>
+        <source>LibTorch was built with cuDNN %1 but cuDNN %2 is loaded; convolutions may fail or be slow.</source>
+        <translation>A LibTorch foi compilada com o cuDNN %1, mas o cuDNN %2 está carregado; convoluções podem falhar ou ficar lentas.</translation>
+    </message>
+    <message>
+        <source>Put the cuDNN that came with this LibTorch first on the library path (or remove the other one).</source>
+        <translation>Ponha o cuDNN que veio com esta LibTorch primeiro no caminho de bibliotecas (ou remova o outro).</translation>
+    </message>
+</context>
+<context>
     <name>forja::ui::AboutDialog</name>
     <message>
         <source>About Forja</source>

@@ -25,6 +25,7 @@
 #include "panes/gpu_pane.h"
 #include "settings.h"
 #include "settings_dialog.h"
+#include "ui_init.h"
 #include "ui_test_support.h"
 
 using forja::ui::DoctorPane;
@@ -67,6 +68,7 @@ class TestGpuPanes : public QObject {
   void doctorSaysTheWorkRunsOnTheCpuAndWhy();
   void doctorWithoutDriver();
   void settingsListTheGpusAndKeepTheChoice();
+  void doctorSpeaksTheWindowsLanguage();
   void aboutNamesTheRuntime();
   void doctorCheckAgainFollowsTheMachine();
   void gpuPanePlotsLiveSamples();
@@ -211,6 +213,28 @@ void TestGpuPanes::settingsListTheGpusAndKeepTheChoice() {
   QCOMPARE(gpu2->currentData().toInt(), 3);
   QVERIFY2(gpu2->currentText().contains(QStringLiteral("not found")), qPrintable(gpu2->currentText()));
   forja::ui::set_gpu_setting(-1);
+  forja::test::settle_journal(window_);
+}
+
+void TestGpuPanes::doctorSpeaksTheWindowsLanguage() {
+  // The findings come from the engine as templates; in a Portuguese window they read in Portuguese, with the
+  // machine's facts (the fake's RTX 4090) filled in.
+  use_scenario("healthy.json");
+  QVERIFY(forja::ui::install_translations(QLocale(QStringLiteral("pt_BR"))));
+  open_window();
+  DoctorPane* pane = window_->doctor_pane();
+  QSignalSpy ready(pane, &DoctorPane::report_ready);
+  pane->check();
+  QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 20000);
+  auto* tree = pane->findChild<QTreeWidget*>(QStringLiteral("doctorFindings"));
+  QString shown;
+  for (int i = 0; i < tree->topLevelItemCount(); ++i)
+    shown += tree->topLevelItem(i)->text(0) + u'|' + tree->topLevelItem(i)->text(1) + u'\n';
+  forja::ui::install_translations(QLocale(QLocale::English, QLocale::UnitedStates));
+  QVERIFY2(shown.contains(QStringLiteral("ESTA BUILD DO FORJA RODA SÓ NA CPU")), qPrintable(shown));
+  QVERIFY2(shown.contains(QStringLiteral("GPU 0 (NVIDIA GeForce RTX 4090)")), qPrintable(shown));
+  QVERIFY2(shown.contains(QStringLiteral("Compile o Forja de novo")), qPrintable(shown));
+  QVERIFY2(!shown.contains(QStringLiteral("RUNS ON THE CPU ONLY")), qPrintable(shown));
   forja::test::settle_journal(window_);
 }
 

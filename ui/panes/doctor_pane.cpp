@@ -3,6 +3,7 @@
 
 #include <QApplication>
 #include <QClipboard>
+#include <QCoreApplication>
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -19,6 +20,13 @@
 
 namespace forja::ui {
 namespace {
+// A finding's sentence in the window's language: its template translated (the context lupdate reads in
+// core/env/advice.cpp), then %1 … %9 filled in one pass, as the engine fills the English one.
+QString finding_text(const std::string& tmpl, const std::vector<std::string>& args) {
+  const std::string translated =
+      QCoreApplication::translate("forja::env::Finding", tmpl.c_str()).toStdString();
+  return QString::fromStdString(forja::env::fill_template(translated, args));
+}
 
 QString severity_icon(forja::env::Severity s) {
   switch (s) {
@@ -132,7 +140,7 @@ void DoctorPane::show_report(std::shared_ptr<const forja::env::Report> report) {
     // The first error says why the GPU is not used: the most common silent-CPU trap, said loudly.
     for (const auto& f : r.findings)
       if (f.severity == forja::env::Severity::error) {
-        why = QString::fromStdString(f.problem);
+        why = finding_text(f.problem_template, f.problem_args);
         break;
       }
     if (why.isEmpty()) why = tr("no CUDA GPU is visible to this build.");
@@ -153,12 +161,12 @@ void DoctorPane::show_report(std::shared_ptr<const forja::env::Report> report) {
     item->setIcon(0, QIcon(QStringLiteral(":/icons/severity-ok.svg")));
   }
   for (const auto& f : r.findings) {
-    auto* item =
-        new QTreeWidgetItem(findings_, {QString::fromStdString(f.problem), QString::fromStdString(f.fix)});
+    auto* item = new QTreeWidgetItem(findings_, {finding_text(f.problem_template, f.problem_args),
+                                                 finding_text(f.fix_template, f.fix_args)});
     item->setIcon(0, QIcon(severity_icon(f.severity)));
     item->setData(0, Qt::UserRole, QString::fromStdString(f.id));
-    item->setToolTip(0, QString::fromStdString(f.problem));
-    item->setToolTip(1, QString::fromStdString(f.fix));
+    item->setToolTip(0, finding_text(f.problem_template, f.problem_args));
+    item->setToolTip(1, finding_text(f.fix_template, f.fix_args));
   }
   details_->setPlainText(QString::fromStdString(forja::env::report_text(r)));
   copy_button_->setEnabled(true);

@@ -147,6 +147,34 @@ class TestEnvProbe : public QObject {
     QCOMPARE(ids(r), QStringList{"no-gpu"});
   }
 
+  // The window translates a finding from its template and arguments: the two must say what problem and fix
+  // say, for every rule (the scenarios below between them fire each one).
+  void everyFindingIsItsTemplateFilled() {
+    QCOMPARE(fill_template("%1 holds %2 of %3", {"a", "%1", "c"}), std::string("a holds %1 of c"));
+    QCOMPARE(fill_template("100% of %1, %9 stays", {"x"}), std::string("100% of x, %9 stays"));
+    std::vector<Report> reports;
+    for (const char* s : {"healthy.json", "no_gpu.json", "memory_hog.json", "mig_no_instance.json",
+                          "mismatch.json", "old_driver.json", "hidden.json"})
+      reports.push_back(probe_scenario(s));
+    reports.push_back(probe_scenario("old_driver.json", "nvidia_version_470.txt"));
+    use_cuda_torch(reports.back(), 12010, {"sm_50"});
+    reports.push_back(probe_scenario("healthy.json"));
+    reports.back().torch.cudnn_built = 90100;
+    reports.back().torch.cudnn_loaded = 80900;
+    use_cuda_torch(reports.back(), 12040, {"sm_50"});
+    QSet<QString> seen;
+    for (const Report& r : reports)
+      for (const Finding& f : r.findings) {
+        seen << QString::fromStdString(f.id);
+        QVERIFY2(!f.problem_template.empty() && !f.fix_template.empty(), f.id.c_str());
+        QCOMPARE(fill_template(f.problem_template, f.problem_args), f.problem);
+        QCOMPARE(fill_template(f.fix_template, f.fix_args), f.fix);
+      }
+    for (const char* id : {"torch-no-cuda", "no-gpu", "memory-held", "mig-no-instance", "driver-too-old",
+                           "arch-missing", "cudnn-mismatch"})
+      QVERIFY2(seen.contains(QString::fromLatin1(id)), id);
+  }
+
   void oldDriverForTheRuntime() {
     Report r = probe_scenario("old_driver.json", "nvidia_version_470.txt");
     QCOMPARE(r.driver.cuda_version, 11040);
