@@ -302,6 +302,7 @@ QWidget* TrainPane::build_run_view() {
   progress_->setObjectName(QStringLiteral("trainProgress"));
   status_ = new QLabel(tr("Pick a model (Model pane) and a dataset (Data pane), then Start."));
   status_->setObjectName(QStringLiteral("trainStatus"));
+  status_->setWordWrap(true);  // an adapter's path can be long: the line wraps instead of widening the window
   error_ = new ErrorBox;
   error_->setObjectName(QStringLiteral("trainError"));
   train_again_ = new QPushButton(tr("Train again as a new run"));
