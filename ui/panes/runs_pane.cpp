@@ -71,6 +71,7 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   setObjectName(QStringLiteral("RunsPane"));
   summary_ = new QLabel;
   summary_->setObjectName(QStringLiteral("runsSummary"));
+  summary_->setWordWrap(true);  // beside the buttons: a long message wraps rather than widen the window
   auto* refresh_button = new QPushButton(QIcon(QStringLiteral(":/icons/refresh.svg")), tr("Refresh"));
   refresh_button->setObjectName(QStringLiteral("refreshRunsButton"));
   refresh_button->setShortcut(QKeySequence::Refresh);
