@@ -3,7 +3,9 @@
 
 #include <QCoreApplication>
 #include <QDateTime>
+#include <QDir>
 #include <QLocale>
+#include <QRegularExpression>
 
 #include <cmath>
 
@@ -54,6 +56,32 @@ QString format_timestamp_ms(int64_t ms) {
 QString format_loss(std::optional<double> loss) {
   if (!loss || std::isnan(*loss)) return QStringLiteral("—");
   return QLocale().toString(*loss, 'f', 4);
+}
+
+QStringList distinct_folder_names(const QStringList& dirs) {
+  static const QRegularExpression snapshot(QStringLiteral("/models--([^/]+)--([^/]+)/snapshots/[^/]+/?$"));
+  QList<QStringList> parts;
+  for (const QString& d : dirs) parts << QDir::cleanPath(d).split(u'/', Qt::SkipEmptyParts);
+  auto tail = [&](int i, int n) {
+    const QStringList& p = parts[i];
+    return p.mid(std::max<qsizetype>(0, p.size() - n)).join(u'/');
+  };
+  QStringList out;
+  for (int i = 0; i < dirs.size(); ++i) {
+    if (const auto m = snapshot.match(QDir::cleanPath(dirs[i])); m.hasMatch()) {
+      out << m.captured(1) + u'/' + m.captured(2);
+      continue;
+    }
+    int n = 1;
+    auto clashes = [&] {
+      for (int j = 0; j < dirs.size(); ++j)
+        if (j != i && tail(j, n) == tail(i, n)) return true;
+      return false;
+    };
+    while (n < parts[i].size() && clashes()) ++n;
+    out << tail(i, n);
+  }
+  return out;
 }
 
 }  // namespace forja::ui

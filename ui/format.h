@@ -2,6 +2,7 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 
 #include <cstdint>
 #include <optional>
@@ -18,5 +19,9 @@ QString format_duration_ms(int64_t ms);
 QString format_timestamp_ms(int64_t ms);
 // A loss with 4 decimals, or an em dash when there is none.
 QString format_loss(std::optional<double> loss);
+// Names that tell model folders apart in a list: a Hugging Face cache snapshot
+// (…/models--org--name/snapshots/<commit>) as its repo id "org/name", any other folder by its name with as
+// many parent folders as it takes to differ from the others ("a/model", "b/model").
+QStringList distinct_folder_names(const QStringList& dirs);
 
 }  // namespace forja::ui

@@ -2089,6 +2089,10 @@ commit %2%3</translation>
         <source>Pack short examples into full rows: faster on short data</source>
         <translation>Empacotar exemplos curtos em linhas completas: mais rápido com dados curtos</translation>
     </message>
+    <message>
+        <source>The curve starts with the first step.</source>
+        <translation>A curva começa no primeiro passo.</translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::TrainWorker</name>

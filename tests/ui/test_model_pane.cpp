@@ -49,6 +49,7 @@ class TestModelPane : public QObject {
   void truncatedWeightsShowError();
   void folderWithoutConfigShowsError();
   void recentListReopens();
+  void recentNamesTellFoldersApart();
   void windowReopensOnTheSavedPane();
 
  private:
@@ -201,6 +202,37 @@ void TestModelPane::recentListReopens() {
   QTRY_COMPARE(reopened.count(), 1);
   QCOMPARE(fact(pane_, "architecture"), QStringLiteral("Qwen2ForCausalLM"));
   QCOMPARE(pane_->recent().first(), fixture("qwen2"));
+}
+
+void TestModelPane::recentNamesTellFoldersApart() {
+  using forja::ui::distinct_folder_names;
+  // Three folders named "model": each gets as many parents as it takes; a lone name stays short.
+  QCOMPARE(distinct_folder_names({QStringLiteral("/data/a/model"), QStringLiteral("/data/b/model"),
+                                  QStringLiteral("/x/a/model/"), QStringLiteral("/data/tiny")}),
+           (QStringList{QStringLiteral("data/a/model"), QStringLiteral("b/model"),
+                        QStringLiteral("x/a/model"), QStringLiteral("tiny")}));
+  // A Hugging Face cache snapshot reads as its repo id.
+  QCOMPARE(distinct_folder_names(
+               {QStringLiteral("/home/u/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/"
+                               "7ae557604adf67be50417f59c2c2f167def9a775")}),
+           QStringList{QStringLiteral("Qwen/Qwen2.5-0.5B-Instruct")});
+  QCOMPARE(distinct_folder_names({QStringLiteral("/model"), QStringLiteral("/model")}),
+           (QStringList{QStringLiteral("model"), QStringLiteral("model")}));
+
+  // The list shows them so.
+  const QString a = tmp_->filePath(QStringLiteral("a/model")), b = tmp_->filePath(QStringLiteral("b/model"));
+  for (const QString& d : {a, b}) {
+    QDir().mkpath(d);
+    forja::test::write_tiny_llama(d);
+  }
+  QSignalSpy opened(pane_, &ModelPane::model_opened);
+  window_->open_model(a);
+  QTRY_COMPARE(opened.count(), 1);
+  window_->open_model(b);
+  QTRY_COMPARE(opened.count(), 2);
+  auto* list = pane_->findChild<QListWidget*>(QStringLiteral("recentModels"));
+  QCOMPARE(list->item(0)->text(), QStringLiteral("b/model"));
+  QCOMPARE(list->item(1)->text(), QStringLiteral("a/model"));
 }
 
 void TestModelPane::windowReopensOnTheSavedPane() {

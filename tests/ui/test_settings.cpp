@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "app_paths.h"
 #include "main_window.h"
@@ -33,6 +34,22 @@
 #include "ui_test_support.h"
 
 using forja::ui::MainWindow;
+
+namespace {
+// A later instance's handshake with `first`, run on a thread of its own (as another process would) while the
+// test's event loop lets the first answer: whether the later one was told to leave, and what the first heard.
+std::pair<bool, QString> hand_over_to(forja::ui::SingleInstance& first, const QString& dir) {
+  QSignalSpy activated(&first, &forja::ui::SingleInstance::activated);
+  bool leaves = false;
+  std::thread later([&] {
+    forja::ui::SingleInstance s(first.name());
+    leaves = s.hand_over_or_listen(dir);
+  });
+  const bool heard = QTest::qWaitFor([&] { return activated.count() == 1; }, 15000);
+  later.join();
+  return {leaves && heard, heard ? activated.at(0).at(0).toString() : QString()};
+}
+}  // namespace
 
 class TestSettings : public QObject {
   Q_OBJECT
@@ -131,18 +148,9 @@ class TestSettings : public QObject {
     const QString name = QStringLiteral("forja-test-%1").arg(QCoreApplication::applicationPid());
     forja::ui::SingleInstance first(name);
     QVERIFY(!first.hand_over_or_listen(QString()));
-    QSignalSpy activated(&first, &forja::ui::SingleInstance::activated);
-
-    // The second runs its handshake while the first's event loop answers: a thread of its own, as a process.
-    bool second_leaves = false;
-    std::thread second([&] {
-      forja::ui::SingleInstance s(name);
-      second_leaves = s.hand_over_or_listen(QStringLiteral("/models/qwen"));
-    });
-    QTRY_COMPARE(activated.count(), 1);
-    second.join();
-    QVERIFY(second_leaves);
-    QCOMPARE(activated.at(0).at(0).toString(), QStringLiteral("/models/qwen"));
+    const auto [leaves, dir] = hand_over_to(first, QStringLiteral("/models/qwen"));
+    QVERIFY(leaves);
+    QCOMPARE(dir, QStringLiteral("/models/qwen"));
   }
 
   // A socket left behind by a crashed instance does not stop the next one from starting.
@@ -162,15 +170,7 @@ class TestSettings : public QObject {
     QVERIFY(QFile::exists(QString::fromLocal8Bit(path)));
     forja::ui::SingleInstance next(name);
     QVERIFY(!next.hand_over_or_listen(QString()));
-    QSignalSpy activated(&next, &forja::ui::SingleInstance::activated);
-    bool leaves = false;
-    std::thread t([&] {
-      forja::ui::SingleInstance s(name);
-      leaves = s.hand_over_or_listen(QString());
-    });
-    QTRY_COMPARE(activated.count(), 1);
-    t.join();
-    QVERIFY(leaves);
+    QVERIFY(hand_over_to(next, QString()).first);
   }
 
  private:

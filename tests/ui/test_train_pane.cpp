@@ -118,6 +118,11 @@ void TestTrainPane::configure(int steps, int checkpoint_every) {
 
 void TestTrainPane::trainsAndPlotsEveryStep() {
   configure(6, 3);
+  // Before the first step: no bare axes, a line saying when the curves come.
+  auto* loss = pane_->findChild<QCustomPlot*>(QStringLiteral("trainLossPlot"));
+  QVERIFY(loss->findChild<QCPItemText*>(QStringLiteral("emptyPlotText"))->visible());
+  QVERIFY(!loss->xAxis->tickLabels());
+  QCOMPARE(loss->legend->itemCount(), 0);
   const QJsonObject cfg = QJsonDocument::fromJson(pane_->config_json().toUtf8()).object();
   QCOMPARE(cfg.value(QStringLiteral("max_steps")).toInt(), 6);
   QSignalSpy finished(pane_, &TrainPane::run_finished);
@@ -138,6 +143,15 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
     QVERIFY(speed && speed->graphCount() == 3);
     QCOMPARE(speed->graph(0)->dataCount(), 6);
     QCOMPARE(speed->graph(2)->dataCount(), 6);
+    // On the CPU there is no GPU memory: no such curve, nor its axis or legend entry; no eval ran, so the
+    // loss plot has the train curve alone and needs no legend.
+    QCOMPARE(speed->graph(1)->dataCount(), 0);
+    QVERIFY(!speed->yAxis2->visible());
+    QCOMPARE(speed->legend->itemCount(), 2);
+    QCOMPARE(loss->legend->itemCount(), 1);
+    QVERIFY(!loss->legend->visible());
+    QVERIFY(!loss->findChild<QCPItemText*>(QStringLiteral("emptyPlotText"))->visible());
+    QVERIFY(loss->xAxis->tickLabels());
     int steps = 0;
     while (!lines.atEnd()) {
       const QJsonObject j = QJsonDocument::fromJson(lines.readLine()).object();

@@ -347,9 +347,11 @@ void ModelPane::remember(const QString& dir) {
 
 void ModelPane::reload_recent_list() {
   recent_list_->clear();
-  for (const QString& dir : recent()) {
-    auto* item = new QListWidgetItem(QIcon(QStringLiteral(":/icons/model.svg")), QFileInfo(dir).fileName(),
-                                     recent_list_);
+  const QStringList dirs = recent();
+  const QStringList names = distinct_folder_names(dirs);
+  for (int i = 0; i < dirs.size(); ++i) {
+    const QString& dir = dirs[i];
+    auto* item = new QListWidgetItem(QIcon(QStringLiteral(":/icons/model.svg")), names[i], recent_list_);
     item->setData(Qt::UserRole, dir);
     item->setToolTip(QDir::toNativeSeparators(dir));
   }

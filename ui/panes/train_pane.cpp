@@ -166,10 +166,31 @@ QWidget* pair_row(QWidget* left, QWidget* right) {
   return row;
 }
 
+// A plot shows only the series that have data: a legend entry and a right axis for those alone, and while
+// nothing has data, a line saying when the curves come instead of bare 0–5 axes.
+void show_series(QCustomPlot* plot) {
+  bool any = false, right = false;
+  for (int g = 0; g < plot->graphCount(); ++g) {
+    QCPGraph* graph = plot->graph(g);
+    const bool has = !graph->data()->isEmpty();
+    any = any || has;
+    if (has && graph->valueAxis() == plot->yAxis2) right = true;
+    if (has)
+      graph->addToLegend();
+    else
+      graph->removeFromLegend();
+  }
+  plot->legend->setVisible(plot->legend->itemCount() > 1);
+  plot->yAxis2->setVisible(right);
+  for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) axis->setTickLabels(any);
+  if (auto* empty = plot->findChild<QCPItemText*>(QStringLiteral("emptyPlotText"))) empty->setVisible(!any);
+  plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void add_point(QCustomPlot* plot, int graph, double x, double y) {
   plot->graph(graph)->addData(x, y);
   plot->rescaleAxes();
-  plot->replot(QCustomPlot::rpQueuedReplot);
+  show_series(plot);
 }
 
 }  // namespace
@@ -316,7 +337,6 @@ QWidget* TrainPane::build_run_view() {
   loss_plot_->graph(1)->setName(tr("eval"));
   loss_plot_->graph(1)->setPen(QPen(series_color(1, palette()), 2));
   loss_plot_->graph(1)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
-  loss_plot_->legend->setVisible(true);
   lr_plot_ = make_plot(QStringLiteral("trainLrPlot"), tr("learning rate"));
   norm_plot_ = make_plot(QStringLiteral("trainNormPlot"), tr("grad norm"));
   speed_plot_ = make_plot(QStringLiteral("trainSpeedPlot"), tr("tokens/s"));
@@ -331,7 +351,7 @@ QWidget* TrainPane::build_run_view() {
   speed_plot_->addGraph();
   speed_plot_->graph(2)->setName(tr("positions/s, padding included"));
   speed_plot_->graph(2)->setPen(QPen(series_color(2, palette()), 1, Qt::DashLine));
-  speed_plot_->legend->setVisible(true);
+  for (QCustomPlot* p : {loss_plot_, lr_plot_, norm_plot_, speed_plot_}) show_series(p);
   auto* plots = new QGridLayout;
   plots->addWidget(loss_plot_, 0, 0);
   plots->addWidget(lr_plot_, 0, 1);
@@ -496,6 +516,13 @@ void TrainPane::on_died(const QString& tail) {
   Q_EMIT run_failed(tail);
 }
 
+void TrainPane::clear_plots() {
+  for (QCustomPlot* p : {loss_plot_, lr_plot_, norm_plot_, speed_plot_}) {
+    for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+    show_series(p);
+  }
+}
+
 QCustomPlot* TrainPane::make_plot(const QString& name, const QString& y_label) {
   auto* plot = new QCustomPlot;
   plot->setObjectName(name);
@@ -504,6 +531,11 @@ QCustomPlot* TrainPane::make_plot(const QString& name, const QString& y_label) {
   plot->graph(0)->setPen(QPen(series_color(0, palette()), 1.5));
   plot->xAxis->setLabel(tr("step"));
   plot->yAxis->setLabel(y_label);
+  auto* empty = new QCPItemText(plot);
+  empty->setObjectName(QStringLiteral("emptyPlotText"));
+  empty->position->setType(QCPItemPosition::ptAxisRectRatio);
+  empty->position->setCoords(0.5, 0.5);
+  empty->setText(tr("The curve starts with the first step."));
   style_plot(plot, palette());
   return plot;
 }
@@ -677,8 +709,7 @@ void TrainPane::train_again_as_new_run() {
   output_dir_->setText(QString::fromStdString(
       forja::new_run_dir(default_runs_dir().toStdString(), model_dir_.toStdString(), std::time(nullptr))
           .string()));
-  for (QCustomPlot* p : {loss_plot_, lr_plot_, norm_plot_, speed_plot_})
-    for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+  clear_plots();
   start();
 }
 
@@ -700,8 +731,7 @@ bool TrainPane::restore_run(const QString& config_json, qint64 worker_pid) {
                                            {QStringLiteral("on_bad_record"), q(c.on_bad_record)},
                                            {QStringLiteral("train_on_prompt"), c.train_on_prompt}});
   output_dir_->setText(q(c.output_dir));  // set_model_dir proposes a new folder when none is running
-  for (QCustomPlot* p : {loss_plot_, lr_plot_, norm_plot_, speed_plot_})
-    for (int g = 0; g < p->graphCount(); ++g) p->graph(g)->data()->clear();
+  clear_plots();
   error_->clear();
   log(tr("following the run in %1 (worker pid %2)").arg(q(c.output_dir)).arg(worker_pid));
   worker_->attach(q(c.output_dir), worker_pid);
@@ -742,7 +772,9 @@ void TrainPane::on_step(const QJsonObject& p) {
   add_point(lr_plot_, 0, step, p.value(QStringLiteral("lr")).toDouble());
   add_point(norm_plot_, 0, step, p.value(QStringLiteral("grad_norm")).toDouble());
   add_point(speed_plot_, 0, step, p.value(QStringLiteral("tokens_per_s")).toDouble());
-  add_point(speed_plot_, 1, step, p.value(QStringLiteral("gpu_reserved_gib")).toDouble());
+  // The worker reports 0 GiB on the CPU: no GPU memory curve (nor its axis) there.
+  if (const double gib = p.value(QStringLiteral("gpu_reserved_gib")).toDouble(); gib > 0)
+    add_point(speed_plot_, 1, step, gib);
   if (p.contains(QStringLiteral("positions_per_s")))
     add_point(speed_plot_, 2, step, p.value(QStringLiteral("positions_per_s")).toDouble());
   progress_->setRange(0, static_cast<int>(total));

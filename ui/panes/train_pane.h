@@ -89,6 +89,8 @@ class TrainPane : public Pane {
 
  private:
   static QString outcome_text(const QString& outcome);
+  // Empties every curve (a new run, or one followed from the journal).
+  void clear_plots();
   // The constructor's parts: the widgets and their layout, the form's binding to TrainConfig, the signals.
   void build_layout();
   QWidget* build_form();
