@@ -301,7 +301,9 @@ void ModelPane::show_model(const forja::ModelInfo& info) {
   facts_[QStringLiteral("chat_memory")]->setText(
       tr("about %1 (bf16, %2 tokens of context)")
           .arg(format_bytes(forja::estimate_chat_memory(shape, context).total()), number(context)));
-  const forja::TrainShape train;  // the common LoRA recipe: r16 on the 7 projections, 4 × 1024
+  // The common LoRA recipe: r16 on the 7 projections, 4 × 1024 tokens, or the model's whole context when shorter.
+  forja::TrainShape train;
+  if (info.context_length > 0) train.seq_len = std::min<int64_t>(train.seq_len, info.context_length);
   forja::TrainShape checkpointed = train;
   checkpointed.activation_checkpointing = true;
   QString train_text = tr("about %1 for LoRA r%2 at %3 × %4 tokens (%5 with activation checkpointing)")
