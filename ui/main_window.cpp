@@ -90,6 +90,7 @@ MainWindow::MainWindow(const Options& options, QWidget* parent) : QMainWindow(pa
   add_pane(PaneId::Gpu, gpu_pane_);
   add_pane(PaneId::Doctor, doctor_pane_);
   connect(data_pane_, &DataPane::dataset_ready, train_pane_, &TrainPane::set_dataset);
+  connect(train_pane_, &TrainPane::preset_max_length, data_pane_, &DataPane::set_max_length);
   connect(sidebar_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
   connect(model_pane_, &ModelPane::recent_changed, this, &MainWindow::rebuild_recent_menu);
   connect(model_pane_, &ModelPane::model_opened, this, [this](const forja::ModelInfo& info) {

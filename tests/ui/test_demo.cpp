@@ -68,6 +68,8 @@ class TestDemo : public QObject {
     const QJsonObject config = QJsonDocument::fromJson(train->config_json().toUtf8()).object();
     QCOMPARE(config.value(QStringLiteral("device")).toString(), QStringLiteral("cpu"));
     QCOMPARE(config.value(QStringLiteral("max_steps")).toInt(), 60);
+    // The demo preset's max length reaches the run through the Data pane, which read the dataset with it.
+    QCOMPARE(config.value(QStringLiteral("max_length")).toInt(), 256);
     QTRY_VERIFY_WITH_TIMEOUT(finished.count() > 0 || failed.count() > 0, 240000);
     QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
     const QJsonObject r = finished.at(0).at(0).toJsonObject();

@@ -26,6 +26,7 @@
 #include "format.h"
 #include "jobs/job.h"
 #include "main_window.h"
+#include "panes/data_pane.h"
 #include "panes/runs_pane.h"
 #include "panes/train_pane.h"
 #include "plot.h"
@@ -587,6 +588,8 @@ void TestTrainPane::presetsChangeOnlyTheirSettings() {
   QCOMPARE(pane_->findChild<QSpinBox*>(QStringLiteral("trainSteps"))->value(), 60);
   QCOMPARE(pane_->findChild<QComboBox*>(QStringLiteral("trainPreset"))->currentData().toString(),
            QStringLiteral("demo"));
+  // The Data pane follows the preset's max length, so that it reads the dataset as the run will.
+  QCOMPARE(window_->data_pane()->findChild<QSpinBox*>(QStringLiteral("datasetMaxLength"))->value(), 256);
 }
 
 QTEST_MAIN(TestTrainPane)

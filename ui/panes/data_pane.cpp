@@ -179,6 +179,12 @@ void DataPane::set_eval_fraction(double fraction) {
   eval_fraction_->setValue(fraction);
 }
 
+void DataPane::set_max_length(int tokens) {
+  if (max_length_->value() == tokens) return;
+  max_length_->setValue(tokens);
+  reload();
+}
+
 void DataPane::open_dialog() {
   const QString last = QSettings().value(QLatin1String(kLastDatasetKey)).toString();
   const QString file = QFileDialog::getOpenFileName(

@@ -42,6 +42,8 @@ class DataPane : public Pane {
   void open_dialog();
   // The share of the records held out for eval the next time a file is read (the demo trains on all of them).
   void set_eval_fraction(double fraction);
+  // The max length of an example, in tokens; an open dataset is read again with it.
+  void set_max_length(int tokens);
   bool loading() const { return loading_; }
   const std::shared_ptr<const DataPreview>& preview() const { return preview_; }
   QString dataset() const { return dataset_; }

@@ -552,6 +552,8 @@ void TrainPane::apply_preset(const QString& name) {
   c.lora.rank = 16;
   c.lora.alpha = 32;
   show_config(c);
+  // The Data pane reads the dataset with the same max length, so that its preview and counts match the run.
+  Q_EMIT preset_max_length(static_cast<int>(c.max_length));
 }
 
 TrainConfig TrainPane::form_config() const {

@@ -83,6 +83,8 @@ class TrainPane : public Pane {
  Q_SIGNALS:
   void run_finished(const QJsonObject& result);
   void run_failed(const QString& message);
+  // A preset chose the rows' max length; the Data pane follows it.
+  void preset_max_length(int tokens);
 
  protected:
   void changeEvent(QEvent* event) override;
