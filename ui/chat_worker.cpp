@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "forja/error.h"
+#include "format.h"
 
 namespace forja::ui {
 namespace {
@@ -113,10 +114,11 @@ void ChatWorker::load_model(const QString& model_dir, const forja::EngineOptions
         session_.reset();  // the old model's memory is freed before the new one is read
         session_ = std::make_unique<forja::ChatSession>(model_dir.toStdString(), options);
         const forja::ModelFacts f = session_->generator().facts();
-        QString description = tr("%1 on %2 (%3), context %4 tokens")
-                                  .arg(QString::fromStdString(f.family), QString::fromStdString(f.device),
-                                       QString::fromStdString(f.dtype))
-                                  .arg(f.max_context);
+        QString description =
+            tr("%1 on %2 (%3), context %4 tokens")
+                .arg(QString::fromStdString(f.family), device_display_name(QString::fromStdString(f.device)),
+                     dtype_display_name(QString::fromStdString(f.dtype)))
+                .arg(f.max_context);
         if (options.base_quant == "nf4") description += tr(", 4-bit base (NF4)");
         Q_EMIT model_loaded(model_dir, description);
       },

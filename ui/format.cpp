@@ -84,4 +84,25 @@ QStringList distinct_folder_names(const QStringList& dirs) {
   return out;
 }
 
+QString adapter_display_name(const QString& dir) {
+  const QStringList p = QDir::cleanPath(dir).split(u'/', Qt::SkipEmptyParts);
+  if (p.size() < 2 || p.last() != QLatin1String("adapter")) return p.isEmpty() ? dir : p.last();
+  if (p.size() >= 4 && p[p.size() - 3] == QLatin1String("checkpoints"))
+    return p[p.size() - 4] + QStringLiteral(" · ") + p[p.size() - 2];
+  return p[p.size() - 2];
+}
+
+QString device_display_name(const QString& device) {
+  if (device == QLatin1String("cpu")) return QStringLiteral("CPU");
+  if (device.startsWith(QLatin1String("cuda"))) return QStringLiteral("GPU ") + device;
+  return device;
+}
+
+QString dtype_display_name(const QString& dtype) {
+  if (dtype == QLatin1String("Float")) return QStringLiteral("fp32");
+  if (dtype == QLatin1String("BFloat16")) return QStringLiteral("bf16");
+  if (dtype == QLatin1String("Half")) return QStringLiteral("fp16");
+  return dtype;
+}
+
 }  // namespace forja::ui

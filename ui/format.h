@@ -23,5 +23,13 @@ QString format_loss(std::optional<double> loss);
 // (…/models--org--name/snapshots/<commit>) as its repo id "org/name", any other folder by its name with as
 // many parent folders as it takes to differ from the others ("a/model", "b/model").
 QStringList distinct_folder_names(const QStringList& dirs);
+// An adapter folder by the run it came from: a run's "…/model-20261206-031738/adapter" (or a checkpoint's
+// "…/checkpoints/step-00000040/adapter") reads "model-20261206-031738" ("… step-00000040"); any other folder
+// by its own name.
+QString adapter_display_name(const QString& dir);
+// LibTorch's device and dtype names as people write them: "cpu" → "CPU", "Float" → "fp32", "BFloat16" →
+// "bf16".
+QString device_display_name(const QString& device);
+QString dtype_display_name(const QString& dtype);
 
 }  // namespace forja::ui

@@ -87,8 +87,8 @@ void TestModelPane::opensFixtureModel() {
   QCOMPARE(fact(pane_, "context"), QStringLiteral("128 tokens"));
   QCOMPARE(fact(pane_, "vocab"), QStringLiteral("320 tokens"));
   QVERIFY(fact(pane_, "tied").startsWith(QStringLiteral("yes")));
-  // Memory estimates: the context is the model's 128 tokens (below the 4096 cap); training at LoRA r16, 4 rows
-  // of the recipe's 1024 tokens cut to the model's 128: no row is longer than the model reads.
+  // Memory estimates: the context is the model's 128 tokens (below the 4096 cap); training at LoRA r16, 4
+  // rows of the recipe's 1024 tokens cut to the model's 128: no row is longer than the model reads.
   QVERIFY2(fact(pane_, "chat_memory").contains(QStringLiteral("128 tokens of context")),
            qPrintable(fact(pane_, "chat_memory")));
   QVERIFY2(fact(pane_, "train_memory").contains(QStringLiteral("LoRA r16 at 4 × 128 tokens")),
@@ -217,6 +217,18 @@ void TestModelPane::recentNamesTellFoldersApart() {
            QStringList{QStringLiteral("Qwen/Qwen2.5-0.5B-Instruct")});
   QCOMPARE(distinct_folder_names({QStringLiteral("/model"), QStringLiteral("/model")}),
            (QStringList{QStringLiteral("model"), QStringLiteral("model")}));
+
+  // An adapter reads as its run; LibTorch's names as people write them.
+  using forja::ui::adapter_display_name;
+  QCOMPARE(adapter_display_name(QStringLiteral("/r/runs/model-20261206-031738/adapter")),
+           QStringLiteral("model-20261206-031738"));
+  QCOMPARE(adapter_display_name(QStringLiteral("/r/runs/model-1/checkpoints/step-00000040/adapter/")),
+           QStringLiteral("model-1 · step-00000040"));
+  QCOMPARE(adapter_display_name(QStringLiteral("/home/u/my-lora")), QStringLiteral("my-lora"));
+  QCOMPARE(forja::ui::device_display_name(QStringLiteral("cpu")), QStringLiteral("CPU"));
+  QCOMPARE(forja::ui::device_display_name(QStringLiteral("cuda:1")), QStringLiteral("GPU cuda:1"));
+  QCOMPARE(forja::ui::dtype_display_name(QStringLiteral("BFloat16")), QStringLiteral("bf16"));
+  QCOMPARE(forja::ui::dtype_display_name(QStringLiteral("Float")), QStringLiteral("fp32"));
 
   // The list shows them so.
   const QString a = tmp_->filePath(QStringLiteral("a/model")), b = tmp_->filePath(QStringLiteral("b/model"));

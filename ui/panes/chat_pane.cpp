@@ -329,7 +329,7 @@ void ChatPane::wire_worker() {
 #if FORJA_UI_HAS_SERVE
     serve_box_->set_model(model_dir_, dir);
 #endif
-    adapter_label_->setText(tr("Adapter: %1").arg(QFileInfo(dir).fileName()));
+    adapter_label_->setText(tr("Adapter: %1").arg(adapter_display_name(dir)));
     adapter_label_->setToolTip(QDir::toNativeSeparators(dir));
     const QSignalBlocker quiet(adapter_on_);  // a new adapter starts enabled in the engine too
     adapter_on_->setChecked(true);
