@@ -4,6 +4,8 @@
 #include <QCheckBox>
 #include <QFile>
 #include <QLabel>
+#include <QRegularExpression>
+#include <QSet>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -103,11 +105,23 @@ void TestDataPane::demoDatasetWithTokenizer() {
   // The first example shown token by token: the assistant's answer highlighted, the system/user turns not.
   auto* tokens = pane_->findChild<QTextBrowser*>(QStringLiteral("datasetTokens"));
   const QString html = tokens->toHtml();
-  QVERIFY2(html.contains(QStringLiteral("background-color")), qPrintable(html.left(400)));
   const auto& first = p->prepared->train.front();
+  // One shaded span per token, neighbours never the same shade (the token borders), the trained tokens in
+  // shades of their own.
+  QStringList colors;
+  static const QRegularExpression bg(QStringLiteral("background-color:(#[0-9a-f]{6})"));
+  for (auto it = bg.globalMatch(html); it.hasNext();) colors << it.next().captured(1);
+  QCOMPARE(colors.size(), static_cast<qsizetype>(first.ids.size()));
+  for (qsizetype t = 1; t < colors.size(); ++t) QVERIFY2(colors[t] != colors[t - 1], qPrintable(colors[t]));
+  QSet<QString> trained_colors, other_colors;
   int trained_spans = 0;
-  for (size_t t = 0; t < first.ids.size(); ++t) trained_spans += first.train_mask[t];
-  QCOMPARE(html.count(QStringLiteral("background-color")), trained_spans);
+  for (size_t t = 0; t < first.ids.size(); ++t) {
+    (first.train_mask[t] ? trained_colors : other_colors) << colors[static_cast<qsizetype>(t)];
+    trained_spans += first.train_mask[t];
+  }
+  QCOMPARE(trained_colors.size(), 2);
+  QCOMPARE(other_colors.size(), 2);
+  QVERIFY(!trained_colors.intersects(other_colors));
   QVERIFY(trained_spans > 0 && trained_spans < static_cast<int>(first.ids.size()));
   // Another example on the spin box.
   pane_->findChild<QSpinBox*>(QStringLiteral("datasetExample"))->setValue(2);

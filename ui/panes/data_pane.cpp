@@ -290,15 +290,20 @@ void DataPane::show_example(int index) {
           .arg(QString::fromStdString(ex.source), number(static_cast<int64_t>(ex.ids.size())),
                number(ex.trained_tokens()),
                ex.truncated ? tr(", cut from %1").arg(number(ex.original_length)) : QString()));
+  // Token borders as tokenizer playgrounds show them: neighbouring tokens alternate between two shades, the
+  // trained ones in the highlight's two, the rest in the base's (Qt's rich text draws no CSS borders).
   const QColor hi = series_color(2, palette()).lighter(is_dark(palette()) ? 60 : 175);
-  const QColor edge = palette().color(QPalette::Mid);
+  const QColor base = palette().color(QPalette::Base);
+  const QColor shades[2][2] = {{base, is_dark(palette()) ? base.lighter(150) : base.darker(110)},
+                               {hi, is_dark(palette()) ? hi.lighter(130) : hi.darker(112)}};
   QString html = QStringLiteral("<div style=\"font-family: monospace;\">");
+  int i = 0;
   for (const auto& t : forja::preview_example(*preview_->tokenizer, ex)) {
-    const QString style = t.trained ? QStringLiteral("background-color:%1;").arg(hi.name()) : QString();
-    html += QStringLiteral("<span title=\"%1 (id %2)\" style=\"%3 border-right:1px solid %4;\">%5</span>")
+    const QColor bg = shades[t.trained ? 1 : 0][i++ % 2];
+    html += QStringLiteral("<span title=\"%1 (id %2)\" style=\"background-color:%3;\">%4</span>")
                 .arg(QString::fromStdString(t.piece).toHtmlEscaped())
                 .arg(t.id)
-                .arg(style, edge.name(), visible(t.text));
+                .arg(bg.name(), visible(t.text));
   }
   html += QStringLiteral("</div>");
   tokens_->setHtml(html);
