@@ -212,7 +212,7 @@ void TestModelPane::recentNamesTellFoldersApart() {
                         QStringLiteral("x/a/model"), QStringLiteral("tiny")}));
   // A Hugging Face cache snapshot reads as its repo id.
   QCOMPARE(distinct_folder_names(
-               {QStringLiteral("/home/u/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/"
+               {QStringLiteral("/srv/cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B-Instruct/snapshots/"
                                "7ae557604adf67be50417f59c2c2f167def9a775")}),
            QStringList{QStringLiteral("Qwen/Qwen2.5-0.5B-Instruct")});
   QCOMPARE(distinct_folder_names({QStringLiteral("/model"), QStringLiteral("/model")}),
@@ -224,7 +224,7 @@ void TestModelPane::recentNamesTellFoldersApart() {
            QStringLiteral("model-20261206-031738"));
   QCOMPARE(adapter_display_name(QStringLiteral("/r/runs/model-1/checkpoints/step-00000040/adapter/")),
            QStringLiteral("model-1 · step-00000040"));
-  QCOMPARE(adapter_display_name(QStringLiteral("/home/u/my-lora")), QStringLiteral("my-lora"));
+  QCOMPARE(adapter_display_name(QStringLiteral("/srv/loras/my-lora")), QStringLiteral("my-lora"));
   QCOMPARE(forja::ui::device_display_name(QStringLiteral("cpu")), QStringLiteral("CPU"));
   QCOMPARE(forja::ui::device_display_name(QStringLiteral("cuda:1")), QStringLiteral("GPU cuda:1"));
   QCOMPARE(forja::ui::dtype_display_name(QStringLiteral("BFloat16")), QStringLiteral("bf16"));
