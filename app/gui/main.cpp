@@ -36,9 +36,11 @@ void watch_demo(forja::ui::MainWindow& window) {
   QObject::connect(train, &forja::ui::TrainPane::run_failed, qApp, [fail](const QString& message) {
     fail(QStringLiteral("the demo run failed: ") + message);
   });
+  // Asked once, after this run has finished: an adapter the chat held before is not the demo's.
+  auto trained = std::make_shared<bool>(false);
   auto asked = std::make_shared<bool>(false);
-  auto ask_when_ready = [chat, asked] {
-    if (*asked || !chat->model_ready() || !chat->has_adapter()) return;
+  auto ask_when_ready = [chat, trained, asked] {
+    if (!*trained || *asked || !chat->model_ready() || !chat->has_adapter()) return;
     *asked = true;
     std::printf("demo: trained; asking the chat\n");
     chat->findChild<QPlainTextEdit*>(QStringLiteral("chatInput"))
@@ -46,10 +48,11 @@ void watch_demo(forja::ui::MainWindow& window) {
     chat->send();
   };
   QObject::connect(train, &forja::ui::TrainPane::run_finished, qApp,
-                   [fail, ask_when_ready](const QJsonObject& r) {
+                   [fail, trained, ask_when_ready](const QJsonObject& r) {
                      const QString outcome = r.value(QStringLiteral("outcome")).toString();
                      if (outcome != QLatin1String("finished"))
                        return fail(QStringLiteral("the demo run ended as ") + outcome);
+                     *trained = true;
                      ask_when_ready();
                    });
   QObject::connect(chat, &forja::ui::ChatPane::model_ready_changed, qApp, ask_when_ready);
