@@ -20,6 +20,29 @@ for name, (dur, n) in sorted(by.items(), key=lambda x: -x[1][0])[:16]:
 PY
   [[ $DECODE_PROFILE == only ]] && return 0
 fi
+if [[ -n ${DECODE_AB:-} ]]; then
+  # One build, one card: the earlier GEMV and attention kernels (FORJA_DECODE_BASELINE=1), the current ones, and
+  # the current ones with programmatic dependent launch (FORJA_DECODE_PDL=1): the test's checks and kernel
+  # speeds under each, then the TinyLlama-shaped runner and forja-cli bench decode, alternating so that a drift
+  # of the card shows as spread rather than as a gain.
+  T=build-cuda/tests/gpu/infer/test_gpu_decode_kernels
+  arms=("FORJA_DECODE_BASELINE=1" "FORJA_DECODE_BASELINE=0" "FORJA_DECODE_PDL=1")
+  for i in 0 1 2; do
+    step "decode kernels A/B: ${arms[$i]}, checks and kernel speeds"
+    env ${arms[$i]} $T >"$OUT/decode_ab_test_$i.log" 2>&1
+    echo "exit $?"; grep -E "speed|FAIL" "$OUT/decode_ab_test_$i.log" | grep -E "tinyllama|mistral|FAIL"
+  done
+  step "decode kernels A/B: TinyLlama-shaped runner, then forja-cli bench decode --shape tinyllama --prompt 128"
+  for arm in "${arms[@]}"; do
+    echo "$arm: $(env $arm FORJA_DECODE_PROFILE=/tmp/decode_ab.json $T 2>&1 | grep 'tinyllama shape')"
+  done
+  for rep in 1 2; do
+    for arm in "${arms[@]}"; do
+      echo "$arm: $(env $arm "$CLI" bench decode --shape tinyllama --prompt 128 --new 256 --json 2>&1 | tail -1)"
+    done
+  done
+  [[ $DECODE_AB == only ]] && return 0
+fi
 step "decode: Forja (kernels on) vs HF generate"
 python3 bench/decode_bench.py --cli "$CLI" ${DECODE_SKIP_HF:+--skip-hf} 2>&1 | tail -7
 [[ -n ${DECODE_SKIP_OFF:-} ]] && return 0

@@ -4,18 +4,22 @@
 // activation vector in shared memory, fp32 accumulation and a warp-shuffle sum. Every block first computes
 // the whole activation (the RMSNorm or SwiGLU before the projection) into shared memory: a few KB read from
 // L2 per block instead of a launch of its own. The grid is capped at 4 blocks per SM so that the prologue is
-// paid a bounded number of times.
+// paid a bounded number of times. Where k is a multiple of 8 and the vectors are 16-byte aligned, each warp's
+// first weights are requested before the prologue (gemv_vec_kernel).
 //
 // Attention: flash-decoding. Block (split s, kv head g) takes the keys [s·chunk, (s+1)·chunk) that lie in
 // [lo, pos], its 4 warps take every 4th key each, and all n_rep query heads of the kv head are scored against
-// each key as it is read (GQA without repeating the cache). Each warp keeps an online softmax per query head;
-// the block merges its warps and writes (max, sum, unnormalised output) per head to the scratch; a second
-// kernel merges the splits. Splits beyond the position write max = -inf and are skipped by the merge.
+// each key as it is read (GQA without repeating the cache), several keys at a time so that their warp-wide
+// sums overlap. Each warp keeps an online softmax per query head; the block merges its warps and writes (max,
+// sum, unnormalised output) per head to the scratch; a second kernel merges the splits. Splits beyond the
+// position write max = -inf and are skipped by the merge.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <utility>
 
 #include "forja_kernels/decode.h"
 #include "forja_kernels/nf4.h"
@@ -34,6 +38,16 @@ __device__ __forceinline__ __nv_bfloat16 f2bf(float v) {
 }
 __device__ __forceinline__ float round_bf(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+// Programmatic dependent launch (FORJA_DECODE_PDL=1): wait until the kernel before this one in the stream has
+// finished and its writes are visible, then let the next kernel's blocks start (they request their weights
+// while this one runs). Everything before the call may read only what no kernel of the step writes (weights).
+// Without the launch attribute both instructions return at once.
+__device__ __forceinline__ void pdl_wait_then_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -103,6 +117,7 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   __nv_bfloat16* act = reinterpret_cast<__nv_bfloat16*>(smem);
   const int tid = threadIdx.x;
 
+  pdl_wait_then_release();
   compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) { act[i] = v; });
   __syncthreads();
   if (act_out != nullptr && blockIdx.x == 0)
@@ -142,6 +157,119 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
       if (residual != nullptr) acc += bf2f(residual[row]);
       y[row] = f2bf(acc);
     }
+  }
+}
+
+// The 16-byte GEMV (k a multiple of 8, w, x and norm_weight 16-byte aligned). Each warp requests its first
+// row's first 4 KB of weights before the prologue, so that their memory latency overlaps the norm instead of
+// following it, and the next row's (or the next part of this row's) before reducing the current one: a warp
+// always has a batch of loads in flight. The prologue reads x and the norm weight in 16-byte words, each
+// thread keeping its own words from the first pass to the second, so it costs one block-wide reduction.
+constexpr int kVecUnroll = 8;  // 16-byte words per lane in flight: 4 KB per warp, a TinyLlama row
+
+template <ForjaDecodePrologue P>
+__device__ __forceinline__ void compute_activation_vec(int64_t chunks, const uint4* __restrict__ x,
+                                                       const uint4* __restrict__ norm_weight, float eps,
+                                                       float* red, uint4* act) {
+  const int tid = threadIdx.x;
+  if constexpr (P == FORJA_DECODE_RMSNORM) {
+    float ss = 0;
+    for (int64_t c = tid; c < chunks; c += blockDim.x) {
+      const uint4 raw = __ldg(x + c);
+      float v[8];
+      unpack8(raw, v);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) ss = fmaf(v[e], v[e], ss);
+      act[c] = raw;  // x itself until the scale is known; this thread rewrites the same word below
+    }
+    const float r = rsqrtf(block_sum(ss, red) / static_cast<float>(chunks * 8) + eps);
+    for (int64_t c = tid; c < chunks; c += blockDim.x) {
+      float v[8], nw[8];
+      unpack8(act[c], v);
+      unpack8(__ldg(norm_weight + c), nw);
+      __nv_bfloat162 out[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        out[e] = __halves2bfloat162(f2bf(round_bf(v[2 * e] * r) * nw[2 * e]),
+                                    f2bf(round_bf(v[2 * e + 1] * r) * nw[2 * e + 1]));
+      act[c] = *reinterpret_cast<const uint4*>(out);
+    }
+  } else if constexpr (P == FORJA_DECODE_SWIGLU) {
+    for (int64_t c = tid; c < chunks; c += blockDim.x) {
+      float g[8], u[8];
+      unpack8(__ldg(x + c), g);
+      unpack8(__ldg(x + chunks + c), u);
+      __nv_bfloat162 out[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        out[e] =
+            __halves2bfloat162(f2bf(round_bf(g[2 * e] / (1.0f + expf(-g[2 * e]))) * u[2 * e]),
+                               f2bf(round_bf(g[2 * e + 1] / (1.0f + expf(-g[2 * e + 1]))) * u[2 * e + 1]));
+      act[c] = *reinterpret_cast<const uint4*>(out);
+    }
+  } else {
+    for (int64_t c = tid; c < chunks; c += blockDim.x) act[c] = __ldg(x + c);
+  }
+}
+
+template <ForjaDecodePrologue P>
+__global__ void __launch_bounds__(kGemvWarps* kWarp)
+    gemv_vec_kernel(int64_t n, int64_t k, const uint4* __restrict__ w, const uint4* __restrict__ x,
+                    const uint4* __restrict__ norm_weight, float eps, const __nv_bfloat16* __restrict__ bias,
+                    const __nv_bfloat16* residual, __nv_bfloat16* y, uint4* __restrict__ act_out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ float red[kGemvWarps];
+  uint4* act = reinterpret_cast<uint4*>(smem);
+  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
+  const int64_t chunks = k / 8, stride = static_cast<int64_t>(gridDim.x) * kGemvWarps;
+  constexpr int64_t kBatch = kVecUnroll * kWarp;  // 16-byte words of a row per warp batch
+
+  uint4 raw[kVecUnroll];
+  auto load = [&](int64_t row, int64_t c0) {
+#pragma unroll
+    for (int u = 0; u < kVecUnroll; ++u) {
+      const int64_t c = c0 + lane + u * kWarp;
+      raw[u] = c < chunks ? __ldcs(w + row * chunks + c) : make_uint4(0, 0, 0, 0);  // streamed: read once
+    }
+  };
+  int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp, c0 = 0;
+  if (row < n) load(row, 0);
+
+  pdl_wait_then_release();
+  compute_activation_vec<P>(chunks, x, norm_weight, eps, red, act);
+  __syncthreads();
+  if (act_out != nullptr && blockIdx.x == 0)
+    for (int64_t c = tid; c < chunks; c += blockDim.x) act_out[c] = act[c];
+
+  float acc = 0;
+  while (row < n) {
+#pragma unroll
+    for (int u = 0; u < kVecUnroll; ++u) {
+      const int64_t c = c0 + lane + u * kWarp;
+      if (c < chunks) {
+        float wf[8], af[8];
+        unpack8(raw[u], wf);
+        unpack8(act[c], af);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc = fmaf(wf[e], af[e], acc);
+      }
+    }
+    // The next batch is requested before this row's reduction and store.
+    int64_t next_row = row, next_c0 = c0 + kBatch;
+    const bool row_done = next_c0 >= chunks;
+    if (row_done) next_row += stride, next_c0 = 0;
+    if (next_row < n) load(next_row, next_c0);
+    if (row_done) {
+      float sum = warp_sum(acc);
+      if (lane == 0) {
+        if (bias != nullptr) sum += bf2f(bias[row]);
+        if (residual != nullptr) sum += bf2f(residual[row]);
+        y[row] = f2bf(sum);
+      }
+      acc = 0;
+    }
+    row = next_row;
+    c0 = next_c0;
   }
 }
 
@@ -212,6 +340,7 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
     prefetched = true;
   }
 
+  pdl_wait_then_release();
   compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) {
     act[nf4_act_slot(i)] = v;
     if (act_out != nullptr && blockIdx.x == 0) act_out[i] = v;
@@ -270,6 +399,42 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   }
 }
 
+// FORJA_DECODE_PDL=1 launches every kernel here with programmatic stream serialization (each starts while the
+// one before it finishes; each waits in pdl_wait_then_release before its first dependent read).
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("FORJA_DECODE_PDL");
+    return v != nullptr && v[0] == '1';
+  }();
+  return on;
+}
+
+template <typename... Params, typename... Args>
+int launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+           Args&&... args) {
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  return static_cast<int>(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+// FORJA_DECODE_BASELINE=1 runs the earlier GEMV and attention kernels, kept so that one build can time them
+// against the current ones in the same run (bench/gpu/decode.sh, DECODE_AB=1).
+bool baseline_kernels() {
+  static const bool on = [] {
+    const char* v = std::getenv("FORJA_DECODE_BASELINE");
+    return v != nullptr && v[0] == '1';
+  }();
+  return on;
+}
+
 int sm_count() {
   static int count[64] = {};
   int dev = 0;
@@ -294,18 +459,43 @@ int launch_gemv(const ForjaDecodeGemv* p, cudaStream_t stream) {
   const int64_t want = (p->n + kGemvWarps - 1) / kGemvWarps;
   const int64_t cap = static_cast<int64_t>(sm_count()) * 4;
   const unsigned blocks = static_cast<unsigned>(want < cap ? want : cap);
-  kernel<<<blocks, kGemvWarps * kWarp, smem, stream>>>(
-      p->n, p->k, static_cast<const __nv_bfloat16*>(p->w), static_cast<const __nv_bfloat16*>(p->x),
-      static_cast<const __nv_bfloat16*>(p->norm_weight), p->eps, static_cast<const __nv_bfloat16*>(p->bias),
-      static_cast<const __nv_bfloat16*>(p->residual), static_cast<__nv_bfloat16*>(p->y),
-      static_cast<__nv_bfloat16*>(p->act_out));
-  return static_cast<int>(cudaGetLastError());
+  return launch(kernel, blocks, kGemvWarps * kWarp, smem, stream, p->n, p->k,
+                static_cast<const __nv_bfloat16*>(p->w), static_cast<const __nv_bfloat16*>(p->x),
+                static_cast<const __nv_bfloat16*>(p->norm_weight), p->eps,
+                static_cast<const __nv_bfloat16*>(p->bias), static_cast<const __nv_bfloat16*>(p->residual),
+                static_cast<__nv_bfloat16*>(p->y), static_cast<__nv_bfloat16*>(p->act_out));
+}
+
+bool aligned16(const void* ptr) {
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0;
+}
+
+template <ForjaDecodePrologue P>
+int launch_gemv_vec(const ForjaDecodeGemv* p, cudaStream_t stream) {
+  const size_t smem = static_cast<size_t>(p->k) * sizeof(__nv_bfloat16);
+  auto kernel = gemv_vec_kernel<P>;
+  if (smem > 40 * 1024) {  // 48 KB less the static shared memory
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return static_cast<int>(e);
+  }
+  const int64_t want = (p->n + kGemvWarps - 1) / kGemvWarps;
+  const int64_t cap = static_cast<int64_t>(sm_count()) * 4;
+  const unsigned blocks = static_cast<unsigned>(want < cap ? want : cap);
+  return launch(kernel, blocks, kGemvWarps * kWarp, smem, stream, p->n, p->k, static_cast<const uint4*>(p->w),
+                static_cast<const uint4*>(p->x), static_cast<const uint4*>(p->norm_weight), p->eps,
+                static_cast<const __nv_bfloat16*>(p->bias), static_cast<const __nv_bfloat16*>(p->residual),
+                static_cast<__nv_bfloat16*>(p->y), static_cast<uint4*>(p->act_out));
 }
 
 template <ForjaDecodePrologue P>
 int dispatch_vec(const ForjaDecodeGemv* p, cudaStream_t stream) {
-  const bool vec = p->k % 8 == 0 && reinterpret_cast<uintptr_t>(p->w) % 16 == 0;
-  return vec ? launch_gemv<P, true>(p, stream) : launch_gemv<P, false>(p, stream);
+  const bool vec = p->k % 8 == 0 && aligned16(p->w);
+  if (!vec) return launch_gemv<P, false>(p, stream);
+  // The 16-byte kernel also reads x, the norm weight and act_out in 16-byte words.
+  const bool vec_io = aligned16(p->x) && (P != FORJA_DECODE_RMSNORM || aligned16(p->norm_weight)) &&
+                      (p->act_out == nullptr || aligned16(p->act_out));
+  return vec_io && !baseline_kernels() ? launch_gemv_vec<P>(p, stream) : launch_gemv<P, true>(p, stream);
 }
 
 template <ForjaDecodePrologue P>
@@ -324,18 +514,19 @@ int launch_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t stream) {
   // Two blocks of 256 threads fit an SM at the kernel's ~128 registers a thread: one wave, grid-strided.
   const int64_t cap = static_cast<int64_t>(sm_count()) * 2;
   const unsigned blocks = static_cast<unsigned>(want < cap ? want : cap);
-  kernel<<<blocks, kGemvWarps * kWarp, smem, stream>>>(
-      p->n, p->k, reinterpret_cast<const uint4*>(p->codes), p->absmax, shift,
-      static_cast<const __nv_bfloat16*>(p->x), static_cast<const __nv_bfloat16*>(p->norm_weight), p->eps,
-      static_cast<const __nv_bfloat16*>(p->bias), static_cast<const __nv_bfloat16*>(p->residual),
-      static_cast<__nv_bfloat16*>(p->y), static_cast<__nv_bfloat16*>(p->act_out));
-  return static_cast<int>(cudaGetLastError());
+  return launch(kernel, blocks, kGemvWarps * kWarp, smem, stream, p->n, p->k,
+                reinterpret_cast<const uint4*>(p->codes), p->absmax, shift,
+                static_cast<const __nv_bfloat16*>(p->x), static_cast<const __nv_bfloat16*>(p->norm_weight),
+                p->eps, static_cast<const __nv_bfloat16*>(p->bias),
+                static_cast<const __nv_bfloat16*>(p->residual), static_cast<__nv_bfloat16*>(p->y),
+                static_cast<__nv_bfloat16*>(p->act_out));
 }
 
 __global__ void rope_kv_kernel(int64_t heads, int64_t kv_heads, int64_t d, int64_t capacity,
                                __nv_bfloat16* qkv, __nv_bfloat16* cache,
                                const __nv_bfloat16* __restrict__ cos, const __nv_bfloat16* __restrict__ sin,
                                const int64_t* __restrict__ position) {
+  pdl_wait_then_release();
   const int64_t h = blockIdx.x, half = d / 2;
   const int64_t pos = *position;
   if (pos < 0 || pos >= capacity) return;  // the caller's bug; nothing is written out of bounds
@@ -374,6 +565,7 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
   const int64_t g = blockIdx.y, split = blockIdx.x, splits = gridDim.x;
   const int rep = static_cast<int>(heads / kv_heads);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  pdl_wait_then_release();
   const int64_t pos = *position;
   const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
   const int64_t begin = split * chunk > lo ? split * chunk : lo;
@@ -448,9 +640,123 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
   }
 }
 
+// The same split, with each warp taking G of its keys at a time (keys j, j + 4, ..., j + 4(G - 1)): the
+// G · kMaxRep dot products are summed across the warp together, so their shuffles overlap instead of running
+// one reduction after another, and the online softmax rescales once per G keys. Query heads beyond `rep`
+// hold zeros and are carried along unreduced by the merge, which keeps every loop free of branches.
+template <int D, int kMaxRep, int G>
+__global__ void __launch_bounds__(kAttnWarps* kWarp)
+    attention_split_grouped_kernel(int64_t heads, int64_t kv_heads, int64_t capacity, int64_t chunk,
+                                   int64_t window, float scale, const __nv_bfloat16* __restrict__ q,
+                                   const __nv_bfloat16* __restrict__ cache,
+                                   const int64_t* __restrict__ position, float* __restrict__ scratch) {
+  constexpr int E = D / kWarp;
+  const int64_t g = blockIdx.y, split = blockIdx.x, splits = gridDim.x;
+  const int rep = static_cast<int>(heads / kv_heads);
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  pdl_wait_then_release();
+  const int64_t pos = *position;
+  const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+  const int64_t begin = split * chunk > lo ? split * chunk : lo;
+  const int64_t end = (split + 1) * chunk - 1 < pos ? (split + 1) * chunk - 1 : pos;  // inclusive
+
+  __shared__ float red_m[kAttnWarps][kMaxRep], red_l[kAttnWarps][kMaxRep];
+  __shared__ float red_acc[kAttnWarps][kMaxRep][D];
+
+  float qr[kMaxRep][E];
+  float m[kMaxRep], l[kMaxRep], acc[kMaxRep][E];
+#pragma unroll
+  for (int r = 0; r < kMaxRep; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0;
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      acc[r][e] = 0;
+      qr[r][e] = r < rep ? bf2f(q[(g * rep + r) * D + lane * E + e]) * scale : 0.0f;
+    }
+  }
+  const __nv_bfloat16* kbase = cache + g * capacity * D;
+  const __nv_bfloat16* vbase = cache + kv_heads * capacity * D + g * capacity * D;
+  for (int64_t j0 = begin + warp; j0 <= end; j0 += kAttnWarps * G) {
+    float kf[G][E], vf[G][E];
+    bool valid[G];
+#pragma unroll
+    for (int t = 0; t < G; ++t) {
+      const int64_t j = j0 + t * kAttnWarps;
+      valid[t] = j <= end;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        kf[t][e] = valid[t] ? bf2f(kbase[j * D + lane * E + e]) : 0.0f;
+        vf[t][e] = valid[t] ? bf2f(vbase[j * D + lane * E + e]) : 0.0f;
+      }
+    }
+    float s[kMaxRep][G];
+#pragma unroll
+    for (int r = 0; r < kMaxRep; ++r)
+#pragma unroll
+      for (int t = 0; t < G; ++t) {
+        float dot = 0;
+#pragma unroll
+        for (int e = 0; e < E; ++e) dot = fmaf(qr[r][e], kf[t][e], dot);
+        s[r][t] = dot;
+      }
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o /= 2)
+#pragma unroll
+      for (int r = 0; r < kMaxRep; ++r)
+#pragma unroll
+        for (int t = 0; t < G; ++t) s[r][t] += __shfl_xor_sync(0xffffffffu, s[r][t], o);
+#pragma unroll
+    for (int r = 0; r < kMaxRep; ++r) {
+      float mn = m[r];
+#pragma unroll
+      for (int t = 0; t < G; ++t)
+        if (valid[t]) mn = fmaxf(mn, s[r][t]);
+      const float c = expf(m[r] - mn);  // 0 when m was -inf (key j0 is valid, so mn is finite)
+      float lr = l[r] * c;
+#pragma unroll
+      for (int e = 0; e < E; ++e) acc[r][e] *= c;
+#pragma unroll
+      for (int t = 0; t < G; ++t) {
+        const float p = valid[t] ? expf(s[r][t] - mn) : 0.0f;
+        lr += p;
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[r][e] = fmaf(p, vf[t][e], acc[r][e]);
+      }
+      l[r] = lr;
+      m[r] = mn;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kMaxRep; ++r) {
+    if (lane == 0) red_m[warp][r] = m[r], red_l[warp][r] = l[r];
+#pragma unroll
+    for (int e = 0; e < E; ++e) red_acc[warp][r][lane * E + e] = acc[r][e];
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < rep * D; idx += blockDim.x) {
+    const int r = idx / D, e = idx % D;
+    float mm = -INFINITY;
+    for (int w = 0; w < kAttnWarps; ++w) mm = fmaxf(mm, red_m[w][r]);
+    float ll = 0, aa = 0;
+    if (mm != -INFINITY) {
+      for (int w = 0; w < kAttnWarps; ++w) {
+        if (red_m[w][r] == -INFINITY) continue;
+        const float f = expf(red_m[w][r] - mm);
+        ll += red_l[w][r] * f;
+        aa += red_acc[w][r][e] * f;
+      }
+    }
+    float* out = scratch + ((g * rep + r) * splits + split) * (D + 2);
+    if (e == 0) out[0] = mm, out[1] = ll;
+    out[2 + e] = aa;
+  }
+}
+
 template <int D>
 __global__ void attention_merge_kernel(int64_t splits, const float* __restrict__ scratch,
                                        __nv_bfloat16* out) {
+  pdl_wait_then_release();
   const int64_t h = blockIdx.x;
   const int e = threadIdx.x;
   const float* part = scratch + h * splits * (D + 2);
@@ -473,15 +779,16 @@ template <int D, int kMaxRep>
 int launch_attention(const ForjaDecodeAttention* p, cudaStream_t stream) {
   const int64_t splits = (p->max_keys + p->chunk - 1) / p->chunk;
   dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(p->kv_heads));
-  attention_split_kernel<D, kMaxRep><<<grid, kAttnWarps * kWarp, 0, stream>>>(
-      p->heads, p->kv_heads, p->capacity, p->chunk, p->window, p->scale,
-      static_cast<const __nv_bfloat16*>(p->q), static_cast<const __nv_bfloat16*>(p->cache), p->position,
-      p->scratch);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return static_cast<int>(e);
-  attention_merge_kernel<D><<<static_cast<unsigned>(p->heads), D, 0, stream>>>(
-      splits, p->scratch, static_cast<__nv_bfloat16*>(p->out));
-  return static_cast<int>(cudaGetLastError());
+  // Up to 32 dot products reduced together per warp (G keys times kMaxRep heads).
+  constexpr int G = kMaxRep >= 16 ? 2 : 4;
+  auto kernel =
+      baseline_kernels() ? attention_split_kernel<D, kMaxRep> : attention_split_grouped_kernel<D, kMaxRep, G>;
+  const int rc = launch(kernel, grid, kAttnWarps * kWarp, 0, stream, p->heads, p->kv_heads, p->capacity,
+                        p->chunk, p->window, p->scale, static_cast<const __nv_bfloat16*>(p->q),
+                        static_cast<const __nv_bfloat16*>(p->cache), p->position, p->scratch);
+  if (rc != 0) return rc;
+  return launch(attention_merge_kernel<D>, static_cast<unsigned>(p->heads), D, 0, stream, splits, p->scratch,
+                static_cast<__nv_bfloat16*>(p->out));
 }
 
 }  // namespace
@@ -514,11 +821,10 @@ extern "C" int forja_decode_rope_kv_bf16(const ForjaDecodeRopeKv* p, cudaStream_
   if (forja_decode_rope_kv_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
   const int64_t half = p->head_dim / 2;
   const unsigned threads = static_cast<unsigned>(half < 128 ? (half + 31) / 32 * 32 : 128);
-  rope_kv_kernel<<<static_cast<unsigned>(p->heads + 2 * p->kv_heads), threads, 0, stream>>>(
-      p->heads, p->kv_heads, p->head_dim, p->capacity, static_cast<__nv_bfloat16*>(p->qkv),
-      static_cast<__nv_bfloat16*>(p->cache), static_cast<const __nv_bfloat16*>(p->cos),
-      static_cast<const __nv_bfloat16*>(p->sin), p->position);
-  return static_cast<int>(cudaGetLastError());
+  return launch(rope_kv_kernel, static_cast<unsigned>(p->heads + 2 * p->kv_heads), threads, 0, stream,
+                p->heads, p->kv_heads, p->head_dim, p->capacity, static_cast<__nv_bfloat16*>(p->qkv),
+                static_cast<__nv_bfloat16*>(p->cache), static_cast<const __nv_bfloat16*>(p->cos),
+                static_cast<const __nv_bfloat16*>(p->sin), p->position);
 }
 
 extern "C" int forja_decode_attention_bf16(const ForjaDecodeAttention* p, cudaStream_t stream) {

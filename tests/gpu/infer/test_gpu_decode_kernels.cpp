@@ -50,7 +50,10 @@ double rel_max(const at::Tensor& a, const at::Tensor& b) {
   return (ad - bd).abs().max().item<double>() / std::max(1e-30, bd.abs().max().item<double>());
 }
 
-void gemv_case(ForjaDecodePrologue pro, int64_t n, int64_t k, bool bias, bool residual) {
+// `x_offset`: x starts that many elements into its buffer (1: not 16-byte aligned, so the GEMV that reads x
+// element by element runs).
+void gemv_case(ForjaDecodePrologue pro, int64_t n, int64_t k, bool bias, bool residual,
+               int64_t x_offset = 0) {
   const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
   at::Tensor w = randn_bf16({n, k}, 1.0 / std::sqrt(static_cast<double>(k))), x = randn_bf16({in});
   at::Tensor nw = randn_bf16({k}), b = randn_bf16({n}), r = randn_bf16({n});
@@ -66,7 +69,8 @@ void gemv_case(ForjaDecodePrologue pro, int64_t n, int64_t k, bool bias, bool re
   fill(p, w, x, nw, b, r, y_ref, a_ref);
   FORJA_CHECK(forja_decode_gemv_bf16_ref(&p) == 0, "reference refused");
 
-  at::Tensor wd = w.to(kCuda), xd = x.to(kCuda), nwd = nw.to(kCuda), bd = b.to(kCuda), rd = r.to(kCuda);
+  at::Tensor xbuf = at::cat({randn_bf16({x_offset}), x}).to(kCuda), xd = xbuf.narrow(0, x_offset, in);
+  at::Tensor wd = w.to(kCuda), nwd = nw.to(kCuda), bd = b.to(kCuda), rd = r.to(kCuda);
   at::Tensor yd = at::full({n}, NAN, wd.options()), ad = at::full({k}, NAN, wd.options());
   fill(p, wd, xd, nwd, bd, rd, yd, ad);
   const int rc = forja_decode_gemv_bf16(&p, stream());
@@ -74,8 +78,9 @@ void gemv_case(ForjaDecodePrologue pro, int64_t n, int64_t k, bool bias, bool re
   FORJA_CHECK(rc == 0, "gemv launch failed: %d", rc);
   const double e = rel_max(yd, y_ref), ea = rel_max(ad, a_ref);
   const bool finite = at::isfinite(yd).all().item<bool>() && at::isfinite(ad).all().item<bool>();
-  std::printf("gemv prologue %d  n %6lld k %6lld bias %d res %d: y %.2e act %.2e\n", static_cast<int>(pro),
-              static_cast<long long>(n), static_cast<long long>(k), bias, residual, e, ea);
+  std::printf("gemv prologue %d  n %6lld k %6lld bias %d res %d x+%lld: y %.2e act %.2e\n",
+              static_cast<int>(pro), static_cast<long long>(n), static_cast<long long>(k), bias, residual,
+              static_cast<long long>(x_offset), e, ea);
   FORJA_CHECK(finite, "an output element was not written (NaN poison left)");
   FORJA_CHECK(e <= 1e-2, "gemv n %lld k %lld: rel err %g", static_cast<long long>(n),
               static_cast<long long>(k), e);
@@ -209,6 +214,28 @@ void gemv_speed(const char* what, int64_t n, int64_t k, ForjaDecodePrologue pro)
   std::printf(
       "gemv speed %-22s [%6lld x %6lld]: ours %7.1f us (%5.0f GB/s), cuBLAS mm %7.1f us (%5.0f GB/s)\n", what,
       static_cast<long long>(n), static_cast<long long>(k), ours, gb / ours * 1e6, cublas, gb / cublas * 1e6);
+}
+
+// Information: the split-K attention (both launches) at a decode shape, `pos` keys deep in a `keys` bucket.
+void attention_speed(const char* what, int64_t heads, int64_t kv, int64_t d, int64_t keys, int64_t pos) {
+  auto opts = at::TensorOptions().dtype(at::kBFloat16).device(kCuda);
+  at::Tensor q = at::randn({heads, d}, opts), cache = at::randn({2, kv, keys, d}, opts);
+  at::Tensor out = at::empty({heads, d}, opts);
+  at::Tensor pos_d = at::full({1}, pos, at::TensorOptions().dtype(at::kLong).device(kCuda));
+  at::Tensor scratch =
+      at::empty({forja::infer::decode_kernels::attention_scratch_floats(heads, d)}, opts.dtype(at::kFloat));
+  ForjaDecodeAttention p{};
+  p.heads = heads, p.kv_heads = kv, p.head_dim = d, p.capacity = keys, p.max_keys = keys;
+  p.chunk = forja_decode_attention_chunk(keys), p.window = 0;
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  p.q = q.data_ptr(), p.cache = cache.data_ptr(), p.position = pos_d.data_ptr<int64_t>();
+  p.scratch = scratch.data_ptr<float>(), p.out = out.data_ptr();
+  int rc = 0;
+  const double us = time_us([&] { rc |= forja_decode_attention_bf16(&p, stream()); });
+  FORJA_CHECK(rc == 0, "attention launch failed: %d", rc);
+  std::printf("attention speed %-16s heads %2lld kv %lld d %3lld keys %5lld pos %5lld: %6.1f us\n", what,
+              static_cast<long long>(heads), static_cast<long long>(kv), static_cast<long long>(d),
+              static_cast<long long>(keys), static_cast<long long>(pos), us);
 }
 
 // The same for the NF4 GEMV: ours (prologue fused), the stock prologue + kernels/nf4's GEMV, and cuBLAS on
@@ -405,7 +432,9 @@ int main() {
     gemv_case(pro, 1001, 1000, true, true);    // 16-byte path, rows not a multiple of the block
     gemv_case(pro, 257, 1003, false, true);    // scalar path (k not a multiple of 8)
     gemv_case(pro, 2560, 2048, false, false);  // TinyLlama q/k/v
+    gemv_case(pro, 300, 2048, true, true, 1);  // x not 16-byte aligned: the element-wise prologue
   }
+  gemv_case(FORJA_DECODE_RMSNORM, 11264, 2048, false, true);  // TinyLlama gate/up: several rows per warp
   gemv_case(FORJA_DECODE_SWIGLU, 4096, 14336, false, true);   // Mistral down: 28 KB of shared activations
   gemv_case(FORJA_DECODE_RMSNORM, 333, 30000, false, false);  // above 48 KB of shared memory (opt-in)
   gemv_case(FORJA_DECODE_PLAIN, 32000, 2048, false, false);   // a vocabulary-sized output
@@ -430,6 +459,10 @@ int main() {
   gemv_speed("mistral gate_up", 28672, 4096, FORJA_DECODE_RMSNORM);
   gemv_speed("mistral down", 4096, 14336, FORJA_DECODE_SWIGLU);
   gemv_speed("lm head", 32000, 4096, FORJA_DECODE_PLAIN);
+  attention_speed("tinyllama", 32, 4, 64, 512, 300);
+  attention_speed("tinyllama long", 32, 4, 64, 4096, 2200);
+  attention_speed("mistral", 32, 8, 128, 512, 300);
+  attention_speed("mistral long", 32, 8, 128, 4096, 2200);
 
   // The decoder with the kernels on vs off.
   forja::ModelConfig c = forja::parse_model_config(forja_test::fixture_dir("llama") / "config.json");
