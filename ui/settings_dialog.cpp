@@ -3,7 +3,6 @@
 
 #include <QComboBox>
 #include <QDialogButtonBox>
-#include <QDir>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -13,6 +12,7 @@
 #include <QVBoxLayout>
 
 #include "app_paths.h"
+#include "forja/hub.h"
 #include "format.h"
 #include "jobs/doctor_job.h"
 #include "jobs/job_monitor.h"
@@ -21,16 +21,6 @@
 #include "ui_init.h"
 
 namespace forja::ui {
-
-namespace {
-// Where models go when no folder is chosen: what the Hugging Face tools use.
-QString default_hub_cache() {
-  if (const QString c = qEnvironmentVariable("HF_HUB_CACHE"); !c.isEmpty() && hub_cache_setting().isEmpty())
-    return c;  // set outside Forja (a chosen folder also sets it, and is shown as the field's text)
-  if (const QString h = qEnvironmentVariable("HF_HOME"); !h.isEmpty()) return h + QStringLiteral("/hub");
-  return QDir::homePath() + QStringLiteral("/.cache/huggingface/hub");
-}
-}  // namespace
 
 SettingsDialog::SettingsDialog(AppContext& context, QWidget* parent) : QDialog(parent) {
   setObjectName(QStringLiteral("settingsDialog"));
@@ -54,7 +44,10 @@ SettingsDialog::SettingsDialog(AppContext& context, QWidget* parent) : QDialog(p
   runs_dir_->setPlaceholderText(xdg_runs_dir());  // the default, shown while no folder is chosen
   hub_cache_ = new QLineEdit(hub_cache_setting());
   hub_cache_->setObjectName(QStringLiteral("hubCache"));
-  hub_cache_->setPlaceholderText(default_hub_cache());
+  // The folder the Hub code uses when none is chosen (a chosen one is the field's text, so the placeholder
+  // never shows it).
+  hub_cache_->setPlaceholderText(
+      QString::fromStdString(forja::hub::settings_from_environment().cache_dir.string()));
 
   gpu_ = new QComboBox;
   gpu_->setObjectName(QStringLiteral("gpu"));
