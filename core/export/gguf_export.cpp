@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "causal_lm.h"
+#include "forja/architecture.h"
 #include "forja/error.h"
 #include "forja/ggml_quant.h"
 #include "forja/tokenizer.h"
@@ -83,7 +84,8 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
                     quant::GgufFileType file_type, const std::string& name, const GgufTensorHook& on_tensor,
                     std::vector<std::string>* notes) {
   const ModelConfig& c = model.config();
-  const std::string arch = c.family == Family::Qwen2 ? "qwen2" : c.family == Family::Gpt2 ? "gpt2" : "llama";
+  const Architecture& a = architecture(c.family);
+  const std::string arch(a.gguf_arch);
   const tokenizer::GgufVocab vocab = tokenizer::read_gguf_vocab(model_dir, c.vocab_size);
   const Tokenizer tok = Tokenizer::load(model_dir.string());
   const TokenizerInfo& info = tok.info();
@@ -205,16 +207,20 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string hf = "model.layers." + std::to_string(i) + ".", g = "blk." + std::to_string(i) + ".";
     at::Tensor q = take(hf + "self_attn.q_proj.weight"), k = take(hf + "self_attn.k_proj.weight");
-    if (arch == "llama")
+    if (a.gguf_interleaved_rope)
       q = interleave_rope_rows(q, c.num_heads), k = interleave_rope_rows(k, c.num_kv_heads);
     add(g + "attn_norm.weight", take(hf + "input_layernorm.weight"));
     add(g + "attn_q.weight", q);
     add(g + "attn_k.weight", k);
     add(g + "attn_v.weight", take(hf + "self_attn.v_proj.weight"));
     add(g + "attn_output.weight", take(hf + "self_attn.o_proj.weight"));
+    if (c.qk_norm) {
+      add(g + "attn_q_norm.weight", take(hf + "self_attn.q_norm.weight"));
+      add(g + "attn_k_norm.weight", take(hf + "self_attn.k_norm.weight"));
+    }
     if (c.qkv_bias) {
       at::Tensor qb = take(hf + "self_attn.q_proj.bias"), kb = take(hf + "self_attn.k_proj.bias");
-      if (arch == "llama")
+      if (a.gguf_interleaved_rope)
         qb = interleave_rope_rows(qb.unsqueeze(1), c.num_heads).squeeze(1),
         kb = interleave_rope_rows(kb.unsqueeze(1), c.num_kv_heads).squeeze(1);
       add(g + "attn_q.bias", qb);

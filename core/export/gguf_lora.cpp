@@ -6,6 +6,7 @@
 #include <regex>
 #include <vector>
 
+#include "forja/architecture.h"
 #include "forja/error.h"
 #include "forja/gguf.h"
 #include "forja/model_config.h"
@@ -64,10 +65,16 @@ std::vector<float> interleave_rope_rows(const std::vector<float>& w, int64_t row
 uint64_t write_gguf_lora(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out_file,
                          const std::string& name) {
   const ModelConfig c = parse_model_config(model_dir / "config.json");
-  if (c.family != Family::Llama && c.family != Family::Qwen2)
-    throw Error(model_dir.string() + ": a GGUF LoRA adapter is written for the Llama family and Qwen2 only",
+  const Architecture& spec = architecture(c.family);
+  if (!spec.gguf_lora) {
+    std::string families;
+    for (const auto& each : architectures())
+      if (each.gguf_lora) families += std::string(families.empty() ? "" : ", ") + std::string(each.name);
+    throw Error(model_dir.string() + ": a GGUF LoRA adapter is written for " + families +
+                    " models only, not " + std::string(spec.name),
                 "Export the merged model instead (--merge --format gguf).");
-  const std::string arch = c.family == Family::Qwen2 ? "qwen2" : "llama";
+  }
+  const std::string arch(spec.gguf_arch);
 
   const PeftLoraConfig cfg = read_peft_config_file(adapter_dir);
   // llama.cpp scales by alpha / rank; rsLoRA by alpha / sqrt(rank).
@@ -118,8 +125,8 @@ uint64_t write_gguf_lora(const fs::path& model_dir, const fs::path& adapter_dir,
       throw Error(weights.string() + ": the LoRA matrices of " + p.projection + " in layer " +
                   std::to_string(key.first) + " do not multiply (A " + std::to_string(p.a->shape[0]) +
                   " rows, B " + std::to_string(p.b->shape.back()) + " columns)");
-    const bool rope =
-        arch == "llama" && (p.projection == "self_attn.q_proj" || p.projection == "self_attn.k_proj");
+    const bool rope = spec.gguf_interleaved_rope &&
+                      (p.projection == "self_attn.q_proj" || p.projection == "self_attn.k_proj");
     const int64_t heads = p.projection == "self_attn.q_proj" ? c.num_heads : c.num_kv_heads;
     const io::TensorInfo* a = p.a;
     const io::TensorInfo* b = p.b;

@@ -1,6 +1,7 @@
 // The Llama family's decode graph: RMSNorm, fused q/k/v with RoPE (default, linear, llama3 frequencies), GQA
 // attention over the KV cache (Mistral's sliding window), fused gate/up SwiGLU. Qwen2's q/k/v biases and
-// Llama's attention/MLP biases come along when the checkpoint has them.
+// Llama's attention/MLP biases come along when the checkpoint has them; Qwen3's per-head q/k norms run
+// between the q/k/v projection and RoPE.
 #include <ATen/core/grad_mode.h>
 
 #include "causal_lm.h"
@@ -70,6 +71,7 @@ class LlamaDecoder final : public Decoder {
       l.post_norm = param(m, p + ".post_attention_layernorm.weight");
       const std::string a = p + ".self_attn.", f = p + ".mlp.";
       l.qkv = fused(m, {a + "q_proj", a + "k_proj", a + "v_proj"});
+      if (config_.qk_norm) l.q_norm = param(m, a + "q_norm.weight"), l.k_norm = param(m, a + "k_norm.weight");
       l.o = linear(m, a + "o_proj");
       l.gate_up = fused(m, {f + "gate_proj", f + "up_proj"});
       l.down = linear(m, f + "down_proj");
@@ -106,6 +108,7 @@ class LlamaDecoder final : public Decoder {
       Layer& l = layers_[i];
       at::Tensor x = compat::rms_norm(h, l.input_norm, eps);
       at::Tensor qkv = l.qkv.apply(x, lora);
+      norm_qk(qkv, l);
       // RoPE on q and k together, in place: x·cos + [x₂, x₁]·sin_signed.
       at::Tensor qk = qkv.view({t, heads_ + 2 * kv, d}).narrow(1, 0, heads_ + kv);
       at::Tensor swapped = at::cat({qk.narrow(2, half, half), qk.narrow(2, 0, half)}, 2);
@@ -166,6 +169,7 @@ class LlamaDecoder final : public Decoder {
       at::Tensor& cache = cache_.layer(static_cast<int64_t>(i));
       at::Tensor x = act_for(l.qkv);
       at::Tensor qkv = add_lora(gemv(l.qkv, h, dk::Prologue::RmsNorm, l.input_norm, {}, x), l.qkv, x);
+      norm_qk(qkv, l);
       dk::rope_kv(qkv, cache, cos_, sin_signed_, a.positions, heads_);
       at::Tensor attn = dk::attention(qkv, cache, a.positions, heads_, a.keys, window_, attn_scratch_);
       h = add_lora(gemv(l.o, attn, dk::Prologue::Plain, {}, h, {}), l.o,
@@ -203,8 +207,19 @@ class LlamaDecoder final : public Decoder {
   struct Layer {
     std::string prefix;
     at::Tensor input_norm, post_norm;
+    at::Tensor q_norm, k_norm;  // Qwen3: over each head of q and k; undefined elsewhere
     Projection qkv, o, gate_up, down;
   };
+  // Qwen3's per-head RMSNorm of q and k, in place in the [T, q | k | v] projection output, before RoPE.
+  void norm_qk(at::Tensor& qkv, const Layer& l) const {
+    if (!l.q_norm.defined()) return;
+    const int64_t t = qkv.size(0);
+    at::Tensor heads = qkv.view({t, heads_ + 2 * kv_heads_, head_dim_});
+    at::Tensor q = heads.narrow(1, 0, heads_), k = heads.narrow(1, heads_, kv_heads_);
+    q.copy_(compat::rms_norm(q, l.q_norm, config_.norm_eps));
+    k.copy_(compat::rms_norm(k, l.k_norm, config_.norm_eps));
+  }
+
   int64_t heads_, window_;
   at::Tensor embed_, final_norm_, cos_, sin_signed_;
   std::vector<Layer> layers_;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "forja/architecture.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
 
@@ -11,17 +12,7 @@ namespace forja {
 using nlohmann::json;
 
 const char* family_name(Family f) {
-  switch (f) {
-    case Family::Llama:
-      return "llama";
-    case Family::Mistral:
-      return "mistral";
-    case Family::Qwen2:
-      return "qwen2";
-    case Family::Gpt2:
-      return "gpt2";
-  }
-  return "?";
+  return architecture(f).name.data();
 }
 
 namespace {
@@ -186,10 +177,9 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
         f.boolean_or("reorder_and_upcast_attn", false))
       f.fail("scale_attn_by_inverse_layer_idx / reorder_and_upcast_attn are not supported");
     if (!f.boolean_or("scale_attn_weights", true)) f.fail("scale_attn_weights=false is not supported");
-  } else if (c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "qwen2") {
-    c.family = c.model_type == "llama"     ? Family::Llama
-               : c.model_type == "mistral" ? Family::Mistral
-                                           : Family::Qwen2;
+  } else if (const Architecture* arch = find_architecture(c.model_type)) {
+    c.family = arch->family;
+    c.qk_norm = arch->qk_norm;
     c.hidden_size = f.positive("hidden_size");
     c.intermediate_size = f.positive("intermediate_size");
     c.num_layers = f.positive("num_hidden_layers");
@@ -202,10 +192,12 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
     c.head_dim = f.integer_or("head_dim", 0);
     c.rope = parse_rope(f);
-    if (c.family == Family::Qwen2) {
-      c.qkv_bias = true;  // Qwen2 always has q/k/v biases and no o_proj bias.
+    if (c.family == Family::Qwen2 || c.family == Family::Qwen3) {
+      // Qwen2 always has q/k/v biases and no o_proj bias; Qwen3 has attention_bias (false as shipped).
+      c.qkv_bias = c.family == Family::Qwen2 || f.boolean_or("attention_bias", false);
+      c.o_bias = c.family == Family::Qwen3 && c.qkv_bias;
       if (f.boolean_or("use_sliding_window", false))
-        f.fail("use_sliding_window=true (Qwen2 per-layer sliding window) is not supported yet");
+        f.fail("use_sliding_window=true (Qwen's per-layer sliding window) is not supported yet");
     } else {
       c.qkv_bias = c.o_bias = f.boolean_or("attention_bias", false);
       c.mlp_bias = f.boolean_or("mlp_bias", false);
@@ -215,10 +207,12 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
       if (*c.sliding_window <= 0) f.fail("field 'sliding_window' must be positive");
     }
   } else {
+    std::string covered;
+    for (const auto& a : architectures())
+      covered +=
+          std::string(covered.empty() ? "" : "; ") + std::string(a.model_type) + ": " + std::string(a.models);
     f.fail("model_type '" + c.model_type + "' is not supported",
-           "Forja supports the Llama family (llama, mistral, qwen2: Llama 2/3, Mistral, Qwen2, TinyLlama, "
-           "SmolLM) "
-           "and gpt2.");
+           "Forja supports the model types " + supported_model_types() + " (" + covered + ").");
   }
   // A bad value here becomes a NaN, a division by zero or a giant allocation deep in the model, so refuse it
   // with the key's name before anything is built.

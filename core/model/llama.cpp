@@ -20,13 +20,19 @@ LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, WeightProvider& w, 
   v_proj =
       register_module("v_proj", Linear(w, p + ".v_proj", c.hidden_size, kv_heads_ * head_dim_, c.qkv_bias));
   o_proj = register_module("o_proj", Linear(w, p + ".o_proj", heads_ * head_dim_, c.hidden_size, c.o_bias));
+  if (c.qk_norm) {
+    q_norm = register_module("q_norm", RMSNorm(w, p + ".q_norm", head_dim_, c.norm_eps));
+    k_norm = register_module("k_norm", RMSNorm(w, p + ".k_norm", head_dim_, c.norm_eps));
+  }
 }
 
 at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
                                        const PackedSegments& segments, bool selective) {
   const int64_t b = x.size(0), t = x.size(1);
-  at::Tensor q = q_proj->forward(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
-  at::Tensor k = k_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+  at::Tensor q = q_proj->forward(x).view({b, t, heads_, head_dim_});
+  at::Tensor k = k_proj->forward(x).view({b, t, kv_heads_, head_dim_});
+  if (q_norm) q = q_norm->forward(q), k = k_norm->forward(k);
+  q = q.transpose(1, 2), k = k.transpose(1, 2);
   at::Tensor v = v_proj->forward(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
   std::tie(q, k) = rope.apply(q, k, positions);
   const int64_t n_rep = heads_ / kv_heads_;

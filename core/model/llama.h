@@ -1,4 +1,5 @@
-// The Llama family: Llama 2/3, Mistral (sliding window), Qwen2 (q/k/v biases), TinyLlama, SmolLM (tied head).
+// The Llama family: Llama 2/3, Mistral (sliding window), Qwen2 (q/k/v biases), Qwen3 (q/k norms), TinyLlama,
+// SmolLM (tied head).
 // Pre-norm decoder: RMSNorm, GQA attention with RoPE, SwiGLU MLP.
 #pragma once
 
@@ -17,6 +18,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x, const Rotary& rope, const at::Tensor& positions,
                      const PackedSegments& segments, bool selective = false);
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // over each head (Qwen3); null elsewhere
 
  private:
   int64_t heads_, kv_heads_, head_dim_, sliding_window_;

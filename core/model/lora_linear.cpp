@@ -1,5 +1,7 @@
 #include "lora_linear.h"
 
+#include "forja/architecture.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
@@ -90,11 +92,10 @@ std::shared_ptr<LoraAdapters> LoraAdapters::attach(CausalLM& model, const LoraOp
   for (size_t i = 0; i < target_used.size(); ++i) {
     if (!target_used[i]) {
       for (auto* slot : set->slots_) slot->reset();
-      throw Error("LoRA target module '" + options.target_modules[i] + "' matches no projection of this " +
-                      family_name(model.config().family) + " model",
-                  model.config().family == Family::Gpt2 ? "GPT-2's projections are c_attn, c_proj and c_fc."
-                                                        : "Llama-family projections are q_proj, k_proj, "
-                                                          "v_proj, o_proj, gate_proj, up_proj, down_proj.");
+      throw Error(
+          "LoRA target module '" + options.target_modules[i] + "' matches no projection of this " +
+              family_name(model.config().family) + " model",
+          "This model's projections are " + projection_list(architecture(model.config().family)) + ".");
     }
   }
   return set;

@@ -10,7 +10,7 @@
 
 namespace forja {
 
-enum class Family { Llama, Mistral, Qwen2, Gpt2 };
+enum class Family { Llama, Mistral, Qwen2, Qwen3, Gpt2 };
 const char* family_name(Family f);
 
 struct RopeConfig {
@@ -40,6 +40,7 @@ struct ModelConfig {
   bool qkv_bias = false;  // q/k/v projections have a bias (Qwen2; Llama with attention_bias)
   bool o_bias = false;    // o_proj has a bias (Llama with attention_bias)
   bool mlp_bias = false;
+  bool qk_norm = false;   // RMSNorm over each head's q and k before RoPE (Qwen3)
   std::string hidden_act;  // "silu" (Llama family) or "gelu_new" / "gelu_pytorch_tanh" (GPT-2)
   std::optional<int64_t> sliding_window;  // Mistral: attend to at most this many positions
   RopeConfig rope;  // unused by GPT-2 (learned positions)

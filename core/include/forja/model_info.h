@@ -12,7 +12,7 @@ namespace forja {
 struct ModelInfo {
   std::filesystem::path dir;
   std::string architecture;  // config.json "architectures"[0], e.g. "LlamaForCausalLM"
-  std::string family;        // "llama", "mistral", "qwen2" or "gpt2"
+  std::string family;        // family_name(): "llama", "mistral", "qwen2", "qwen3" or "gpt2"
   std::string model_type;    // config.json "model_type"
   int64_t parameters = 0;    // counted from the checkpoint's tensors (tied weights once)
   std::string checkpoint_dtype;  // dtype of most parameter bytes: "F32", "BF16", "F16"

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "forja/architecture.h"
 #include "forja/gguf.h"
 #include "forja/model_config.h"
 #include "forja/safetensors.h"
@@ -162,6 +163,9 @@ class TestGgufExport : public QObject {
     QTest::newRow("qwen2") << "qwen2"
                            << "qwen2"
                            << "qwen2_bpe_320/tokenizer.json";
+    QTest::newRow("qwen3 (q/k norms, tied)") << "qwen3"
+                                             << "qwen3"
+                                             << "qwen2_bpe_320/tokenizer.json";
     QTest::newRow("smollm (tied)") << "smollm"
                                    << "smollm"
                                    << "qwen2_bpe_320/tokenizer.json";
@@ -199,7 +203,9 @@ class TestGgufExport : public QObject {
     // What llama.cpp reads from it.
     const forja::io::GgufFile g = forja::io::read_gguf(file);
     const forja::ModelConfig c = forja::parse_model_config(dir / "config.json");
-    const std::string arch = name == "qwen2" || name == "gpt2" ? name : "llama";
+    const forja::Architecture& spec = forja::architecture(c.family);
+    const std::string arch(spec.gguf_arch);
+    QCOMPARE(arch, std::string(name == "qwen2" || name == "qwen3" || name == "gpt2" ? name : "llama"));
     QCOMPARE(std::get<std::string>(g.metadata.at("general.architecture")), arch);
     QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".block_count")), static_cast<uint32_t>(c.num_layers));
     QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".attention.head_count")),
@@ -233,18 +239,19 @@ class TestGgufExport : public QObject {
       QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.model")), std::string("gpt2"));
       QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.pre")), std::string(pre));
     }
-    // Llama family: embedding, final norm, 9 per layer; the LM head unless tied; q/k/v biases; llama3's RoPE
-    // factors. GPT-2: token and position embeddings, 12 per layer (6 weights, 6 biases), the final norm's
+    // Llama family: embedding, final norm, 9 per layer; the LM head unless tied; q/k/v biases; Qwen3's q/k
+    // norms; llama3's RoPE factors. GPT-2: token and position embeddings, 12 per layer (6 weights, 6 biases), the final norm's
     // two, and the LM head (the token embedding again).
     if (arch == "gpt2")
       QCOMPARE(g.tensors.size(), size_t(2 + 12 * c.num_layers + 3));
     else
       QCOMPARE(g.tensors.size(),
                size_t(2 + 9 * c.num_layers + (c.tie_word_embeddings ? 0 : 1) +
-                      (c.qkv_bias ? 3 * c.num_layers : 0) + (c.rope.type == "llama3" ? 1 : 0)));
+                      (c.qkv_bias ? 3 * c.num_layers : 0) + (c.qk_norm ? 2 * c.num_layers : 0) +
+                      (c.rope.type == "llama3" ? 1 : 0)));
 
     // q rows: llama.cpp's "llama" RoPE rotates adjacent pairs, so head h's rows [first half; second half]
-    // are interleaved (row 2j + t of the head is the HF row t·d/2 + j); Qwen2's RoPE is HF's own.
+    // are interleaved (row 2j + t of the head is the HF row t·d/2 + j); Qwen's RoPE is HF's own.
     const auto st = forja::io::SafetensorsFile::open(fs::exists(dir / "model.safetensors")
                                                          ? dir / "model.safetensors"
                                                          : dir / "model-00001-of-00003.safetensors");
@@ -272,7 +279,7 @@ class TestGgufExport : public QObject {
       for (int64_t h = 0; h < c.num_heads; ++h)
         for (int64_t j = 0; j < d / 2; ++j)
           for (int64_t t = 0; t < 2; ++t) {
-            const int64_t g_row = h * d + (arch == "llama" ? 2 * j + t : t * d / 2 + j);
+            const int64_t g_row = h * d + (spec.gguf_interleaved_rope ? 2 * j + t : t * d / 2 + j);
             const int64_t hf_row = h * d + t * d / 2 + j;
             mismatched += std::memcmp(&gf[g_row * cols], &hf_f[hf_row * cols], cols * 4) != 0;
           }

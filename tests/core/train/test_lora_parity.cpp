@@ -1,5 +1,5 @@
 // LoRA training parity with transformers + PEFT on the CPU in fp32. tests/fixtures/make_train_fixtures.py ran
-// PEFT 0.21 on the tiny llama and gpt2 fixture models from fixed initial adapters over fixed batches (20
+// PEFT 0.21 on the tiny llama, qwen3 and gpt2 fixture models from fixed initial adapters over fixed batches (20
 // AdamW steps, warmup + cosine / linear schedule, clipping, 2 micro-batches per step) and recorded what it
 // computed; Forja, from the same initial adapter and batches, must compute the same. The bar is a
 // relative error <= 1e-4 (fp32 summation order only).
@@ -84,6 +84,7 @@ class TestLoraParity : public QObject {
     QTest::addColumn<QString>("model");
     QTest::newRow("llama") << "llama";  // nn.Linear projections, cosine schedule, no clipping needed
     QTest::newRow("gpt2") << "gpt2";    // Conv1D projections, rsLoRA, linear schedule, clipping every step
+    QTest::newRow("qwen3") << "qwen3";  // per-head q/k norms between the projections and RoPE, tied head
   }
   void trainingMatchesPeft() {
     QFETCH(QString, model);
