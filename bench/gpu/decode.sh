@@ -21,12 +21,12 @@ PY
   [[ $DECODE_PROFILE == only ]] && return 0
 fi
 if [[ -n ${DECODE_AB:-} ]]; then
-  # One build, one card: the earlier GEMV and attention kernels (FORJA_DECODE_BASELINE=1), the current ones, and
-  # the current ones with programmatic dependent launch (FORJA_DECODE_PDL=1): the test's checks and kernel
+  # One build, one card: the earlier GEMV and attention kernels (FORJA_DECODE_BASELINE=1), the current ones
+  # without programmatic dependent launch (FORJA_DECODE_PDL=0), and as they ship (PDL on): the test's checks and kernel
   # speeds under each, then the TinyLlama-shaped runner and forja-cli bench decode, alternating so that a drift
   # of the card shows as spread rather than as a gain.
   T=build-cuda/tests/gpu/infer/test_gpu_decode_kernels
-  arms=("FORJA_DECODE_BASELINE=1" "FORJA_DECODE_BASELINE=0" "FORJA_DECODE_PDL=1")
+  arms=("FORJA_DECODE_BASELINE=1 FORJA_DECODE_PDL=0" "FORJA_DECODE_PDL=0" "FORJA_DECODE_PDL=1")
   for i in 0 1 2; do
     step "decode kernels A/B: ${arms[$i]}, checks and kernel speeds"
     env ${arms[$i]} $T >"$OUT/decode_ab_test_$i.log" 2>&1

@@ -40,7 +40,7 @@ __device__ __forceinline__ float round_bf(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
 }
 
-// Programmatic dependent launch (FORJA_DECODE_PDL=1): wait until the kernel before this one in the stream has
+// Programmatic dependent launch (on unless FORJA_DECODE_PDL=0): wait until the kernel before this one in the stream has
 // finished and its writes are visible, then let the next kernel's blocks start (they request their weights
 // while this one runs). Everything before the call may read only what no kernel of the step writes (weights).
 // Without the launch attribute both instructions return at once.
@@ -399,12 +399,16 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   }
 }
 
-// FORJA_DECODE_PDL=1 launches every kernel here with programmatic stream serialization (each starts while the
-// one before it finishes; each waits in pdl_wait_then_release before its first dependent read).
+// Every kernel here is launched with programmatic stream serialization (each starts while the one before it
+// finishes; each waits in pdl_wait_then_release before its first dependent read) on cards that have it (compute
+// capability 9.0 on). FORJA_DECODE_PDL=0 turns it off, for an A/B in one build.
 bool pdl_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("FORJA_DECODE_PDL");
-    return v != nullptr && v[0] == '1';
+    if (v != nullptr && v[0] == '0') return false;
+    int dev = 0, major = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
   }();
   return on;
 }
