@@ -1,5 +1,7 @@
 #include "forja/model_info.h"
 
+#include "forja/architecture.h"
+
 #include <cstdio>
 #include <map>
 
@@ -22,7 +24,8 @@ ModelInfo inspect_model(const fs::path& dir) {
   if (!fs::is_directory(dir)) throw_file_error(dir.string(), "is not a folder");
   const fs::path config_path = dir / "config.json";
   if (!fs::exists(config_path))
-    throw_file_error(dir.string(), "has no config.json", "Open the folder that holds config.json and the weights.");
+    throw_file_error(dir.string(), "has no config.json",
+                     "Open the folder that holds config.json and the weights.");
   ModelConfig c = parse_model_config(config_path);
   io::Checkpoint ckpt = io::Checkpoint::open(dir);
 
@@ -30,6 +33,7 @@ ModelInfo inspect_model(const fs::path& dir) {
   info.dir = dir;
   info.architecture = c.architecture;
   info.family = family_name(c.family);
+  info.lora_targets = architecture(c.family).projections;
   info.model_type = c.model_type;
   info.layers = c.num_layers;
   info.hidden_size = c.hidden_size;

@@ -2093,6 +2093,18 @@ commit %2%3</translation>
         <source>The curve starts with the first step.</source>
         <translation>A curva começa no primeiro passo.</translation>
     </message>
+    <message>
+        <source>The projections that get an adapter, comma-separated, as PEFT names them</source>
+        <translation>As projeções que recebem um adaptador, separadas por vírgulas, com os nomes que o PEFT lhes dá</translation>
+    </message>
+    <message>
+        <source>LoRA targets:</source>
+        <translation>Alvos da LoRA:</translation>
+    </message>
+    <message>
+        <source>The projections that get an adapter, comma-separated, as PEFT names them. This model&apos;s: %1</source>
+        <translation>As projeções que recebem um adaptador, separadas por vírgulas, com os nomes que o PEFT lhes dá. As deste modelo: %1</translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::TrainWorker</name>

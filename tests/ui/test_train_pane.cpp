@@ -22,6 +22,7 @@
 #include "error_box.h"
 #include "forja/config_reference.h"
 #include "forja/journal.h"
+#include "forja/model_info.h"
 #include "forja/train.h"
 #include "format.h"
 #include "jobs/job.h"
@@ -79,6 +80,7 @@ class TestTrainPane : public QObject {
   void presetsChangeOnlyTheirSettings();
   void newRunFoldersFollowTheEngineRule();
   void rerunOfAFinishedRunKeepsItsHistory();
+  void loraTargetsFollowTheModel();
 
  private:
   void configure(int steps, int checkpoint_every);
@@ -507,6 +509,35 @@ void TestTrainPane::rerunOfAFinishedRunKeepsItsHistory() {
   QDir(second_dir).removeRecursively();
 }
 
+void TestTrainPane::loraTargetsFollowTheModel() {
+  // A GPT-2 model gets GPT-2's projections (q_proj would match nothing and the run would fail); targets that
+  // are the model's own stay as the user set them; a Llama-family model gets its seven back.
+  auto* targets = pane_->findChild<QLineEdit*>(QStringLiteral("trainTargets"));
+  QVERIFY(targets != nullptr);
+  auto config_targets = [&] {
+    QStringList out;
+    const QJsonObject cfg = QJsonDocument::fromJson(pane_->config_json().toUtf8()).object();
+    for (const auto& v :
+         cfg.value(QStringLiteral("lora")).toObject().value(QStringLiteral("target_modules")).toArray())
+      out << v.toString();
+    return out;
+  };
+  const QString fixtures = QStringLiteral(FORJA_FIXTURES_DIR "/models/");
+  const forja::ModelInfo gpt2 = forja::inspect_model((fixtures + QStringLiteral("gpt2")).toStdString());
+  pane_->set_model_info(gpt2);
+  QCOMPARE(targets->text(), QStringLiteral("c_attn, c_proj, c_fc"));
+  QCOMPARE(config_targets(),
+           (QStringList{QStringLiteral("c_attn"), QStringLiteral("c_proj"), QStringLiteral("c_fc")}));
+  QVERIFY(targets->toolTip().contains(QStringLiteral("c_attn, c_proj, c_fc")));
+  targets->setText(QStringLiteral(" c_attn ,, c_fc"));
+  pane_->set_model_info(gpt2);
+  QCOMPARE(config_targets(), (QStringList{QStringLiteral("c_attn"), QStringLiteral("c_fc")}));
+  pane_->set_model_info(forja::inspect_model((fixtures + QStringLiteral("qwen3")).toStdString()));
+  QCOMPARE(config_targets().size(), 7);
+  QCOMPARE(config_targets().front(), QStringLiteral("q_proj"));
+  QCOMPARE(config_targets().back(), QStringLiteral("down_proj"));
+}
+
 void TestTrainPane::missingWorkerSaysWhy() {
   configure(4, 2);
   pane_->set_model_dir(tmp_->filePath(QStringLiteral("no-such-model")));
@@ -536,6 +567,7 @@ void TestTrainPane::formShowsARunsWholeConfig() {
   c.lora.rank = 8;
   c.lora.alpha = 12.5;
   c.lora.dropout = 0.1;
+  c.lora.target_modules = {"q_proj", "v_proj"};
   c.optimizer.learning_rate = 3e-5;
   c.optimizer.weight_decay = 0.01;
   c.optimizer.max_grad_norm = 0.5;

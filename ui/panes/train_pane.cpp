@@ -25,6 +25,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <ctime>
 #include <span>
 #include <type_traits>
@@ -156,6 +157,23 @@ TrainFormField choice_field(const char* name, QComboBox* box, const std::pair<T,
           }};
 }
 
+// A line of comma-separated names for a list setting (LoRA target modules).
+template <typename... Path>
+TrainFormField list_field(const char* name, QLineEdit* box, Path... path) {
+  return {name, box,
+          [=](TrainConfig& c) {
+            auto& list = member(c, path...);
+            list.clear();
+            for (const QString& item : box->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+              if (const QString t = item.trimmed(); !t.isEmpty()) list.push_back(t.toStdString());
+          },
+          [=](const TrainConfig& c) {
+            QStringList items;
+            for (const std::string& item : member(c, path...)) items << QString::fromStdString(item);
+            box->setText(items.join(QStringLiteral(", ")));
+          }};
+}
+
 // Two fields on one row of the form.
 QWidget* pair_row(QWidget* left, QWidget* right) {
   auto* row = new QWidget;
@@ -232,6 +250,11 @@ QWidget* TrainPane::build_form() {
   rank_ = int_box(1, 1024, 16);
   alpha_ = real_box(0.1, 4096, 32, 1, 1);
   dropout_ = real_box(0, 0.9, 0.05, 2, 0.05);
+  targets_ = new QLineEdit;
+  QStringList default_targets;
+  for (const std::string& t : TrainConfig{}.lora.target_modules) default_targets << QString::fromStdString(t);
+  targets_->setText(default_targets.join(QStringLiteral(", ")));
+  targets_->setToolTip(tr("The projections that get an adapter, comma-separated, as PEFT names them"));
   lr_ = real_box(1e-7, 1, 2e-4, 6, 1e-5);
   weight_decay_ = real_box(0, 1, 0, 3, 0.01);
   clip_ = real_box(0, 100, 1, 2, 0.1);
@@ -275,6 +298,7 @@ QWidget* TrainPane::build_form() {
   form->addRow(tr("Output folder:"), output_dir_);
   form->addRow(tr("LoRA rank / alpha:"), pair_row(rank_, alpha_));
   form->addRow(tr("LoRA dropout:"), dropout_);
+  form->addRow(tr("LoRA targets:"), targets_);
   form->addRow(tr("Learning rate:"), lr_);
   form->addRow(tr("Schedule / warmup steps:"), pair_row(schedule_, warmup_));
   form->addRow(tr("Weight decay:"), weight_decay_);
@@ -387,6 +411,7 @@ void TrainPane::bind_form() {
       number_field("trainRank", rank_, &TrainConfig::lora, &LoraSettings::rank),
       number_field("trainAlpha", alpha_, &TrainConfig::lora, &LoraSettings::alpha),
       number_field("trainDropout", dropout_, &TrainConfig::lora, &LoraSettings::dropout),
+      list_field("trainTargets", targets_, &TrainConfig::lora, &LoraSettings::target_modules),
       number_field("trainLr", lr_, &TrainConfig::optimizer, &OptimizerSettings::learning_rate),
       number_field("trainWd", weight_decay_, &TrainConfig::optimizer, &OptimizerSettings::weight_decay),
       number_field("trainClip", clip_, &TrainConfig::optimizer, &OptimizerSettings::max_grad_norm),
@@ -586,6 +611,19 @@ void TrainPane::set_model_dir(const QString& dir) {
 
 void TrainPane::set_model_info(const forja::ModelInfo& info) {
   shape_ = forja::model_shape(info);
+  // Targets another architecture's names would match nothing (GPT-2 has c_attn, not q_proj): a model of
+  // another family gets all of its own projections; targets that are its own stay as the user set them.
+  QStringList own;
+  for (const std::string& t : info.lora_targets) own << QString::fromStdString(t);
+  const TrainConfig c = form_config();
+  const bool fits =
+      !c.lora.target_modules.empty() &&
+      std::all_of(c.lora.target_modules.begin(), c.lora.target_modules.end(),
+                  [&](const std::string& t) { return own.contains(QString::fromStdString(t)); });
+  if (!fits && !running() && !own.isEmpty()) targets_->setText(own.join(QStringLiteral(", ")));
+  targets_->setToolTip(
+      tr("The projections that get an adapter, comma-separated, as PEFT names them. This model's: %1")
+          .arg(own.join(QStringLiteral(", "))));
   update_estimate();
 }
 

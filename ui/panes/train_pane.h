@@ -124,6 +124,7 @@ class TrainPane : public Pane {
   QLabel* inputs_;
   QComboBox* preset_;
   QLineEdit* output_dir_;
+  QLineEdit* targets_;  // LoRA target modules, comma-separated
   QSpinBox *rank_, *steps_, *batch_, *accum_, *max_len_, *warmup_, *eval_every_, *ckpt_every_, *seed_;
   QSpinBox* workers_;  // data-parallel worker processes: GPUs on cuda, processes on the cpu
   QDoubleSpinBox *alpha_, *dropout_, *lr_, *weight_decay_, *clip_;
