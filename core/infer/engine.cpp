@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "causal_lm.h"
@@ -159,6 +160,7 @@ GenerationResult Generator::Impl::generate(const std::vector<int32_t>& prompt, c
     throw Error("the prompt is empty", "generation continues a prompt of at least one token");
   check_ids(prompt, "the prompt");
   if (config.max_new_tokens < 0) throw Error("max_new_tokens must not be negative");
+  if (config.min_new_tokens < 0) throw Error("min_new_tokens must not be negative");
   if (!config.stop_strings.empty() && !detokenizer.push)
     throw Error("stop strings need the decoded text",
                 "pass a Detokenizer (the tokenizer's StreamingDecoder)");
@@ -174,6 +176,13 @@ GenerationResult Generator::Impl::generate(const std::vector<int32_t>& prompt, c
   if (config.stop_at_eos)
     for (int64_t id : model_->config().eos_token_ids) eos.insert(static_cast<int32_t>(id));
   infer::StopText stop_text(config.stop_strings);
+  at::Tensor suppressed;  // the EOS ids while fewer than min_new_tokens are out
+  if (config.min_new_tokens > 0) {
+    std::vector<int64_t> ids;
+    for (int64_t id : model_->config().eos_token_ids)
+      if (id >= 0 && id < decoder_->vocab_size()) ids.push_back(id);
+    if (!ids.empty()) suppressed = at::tensor(ids, at::kLong).to(decoder_->device());
+  }
 
   at::Tensor logits = feed(prompt, false, r.stats.reused_tokens).view({-1});
   infer::StepOutput step;
@@ -182,7 +191,10 @@ GenerationResult Generator::Impl::generate(const std::vector<int32_t>& prompt, c
     const at::Tensor& current = i == 0 ? logits : step.logits;
     int32_t token = 0;
     double logprob = 0;
-    if (sampler.needs_logits()) {
+    if (suppressed.defined() && i < config.min_new_tokens) {
+      token = sampler.choose(current.index_fill(0, suppressed, -std::numeric_limits<double>::infinity()));
+      logprob = (current[token] - at::logsumexp(current, {0})).item<double>();
+    } else if (sampler.needs_logits()) {
       token = sampler.choose(current);
       logprob = (current[token] - at::logsumexp(current, {0})).item<double>();
     } else if (i == 0) {

@@ -53,6 +53,8 @@ struct GenerationConfig {
   // Stops. The model's EOS ids (config.json) stop when stop_at_eos; stop_token_ids adds others (a chat
   // template's end-of-turn tokens). Stop strings are matched on the decoded text, so they need a Detokenizer.
   bool stop_at_eos = true;
+  // The model's EOS ids cannot be chosen before this many new tokens (transformers' min_new_tokens).
+  int64_t min_new_tokens = 0;
   std::vector<int32_t> stop_token_ids;
   std::vector<std::string> stop_strings;
 };

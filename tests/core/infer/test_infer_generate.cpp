@@ -111,6 +111,19 @@ class TestInferGenerate : public QObject {
     QCOMPARE(r.tokens.back(), eos);
     QCOMPARE(r.tokens.size(),
              static_cast<size_t>(std::find(want.begin(), want.end(), eos) - want.begin() + 1));
+    // min_new_tokens keeps EOS from being chosen until that many tokens are out; the token that replaces it
+    // is the runner-up, whose log-prob is reported under the unmodified distribution.
+    const size_t at = r.tokens.size() - 1;
+    cfg.min_new_tokens = static_cast<int64_t>(at) + 2;
+    auto held = gen.generate(prompt(), cfg);
+    QVERIFY(held.tokens.size() >= at + 2);
+    QVERIFY(std::find(held.tokens.begin(), held.tokens.begin() + static_cast<int64_t>(at) + 2, eos) ==
+            held.tokens.begin() + static_cast<int64_t>(at) + 2);
+    QVERIFY(held.tokens[at] != eos);
+    QVERIFY(std::equal(r.tokens.begin(), r.tokens.begin() + static_cast<int64_t>(at), held.tokens.begin()));
+    QVERIFY(held.logprobs[at] < r.logprobs[at]);
+    cfg.min_new_tokens = -1;
+    QVERIFY_THROWS_EXCEPTION(Error, gen.generate(prompt(), cfg));
   }
 
   void stopString() {
