@@ -17,6 +17,8 @@
 #if FORJA_EXPORT_HAS_GGUF
 #include "gguf_export.h"
 #endif
+#include "forja/architecture.h"
+#include "forja/model_config.h"
 #include "gguf_lora.h"
 #if FORJA_EXPORT_HAS_GGUF
 #include "forja/ollama.h"
@@ -189,6 +191,13 @@ ExportResult export_model(const ExportOptions& o, const std::function<void(const
   if (gguf && !gguf_export_available())
     throw Error("this build has no tokenizer area, so it cannot write GGUF",
                 "Build with the tokenizer (PCRE2 and sentencepiece's development files).");
+  if (gguf) {
+    const Architecture& arch = architecture(parse_model_config(o.model_dir / "config.json").family);
+    if (arch.gguf_arch.empty())
+      throw Error(
+          o.model_dir.string() + ": GGUF export is not written for " + std::string(arch.name) + " models yet",
+          "Export a Hugging Face folder (--format hf); llama.cpp's convert_hf_to_gguf.py reads it.");
+  }
   LoadOptions lo;
   std::optional<at::ScalarType> out_dtype;
   quant::GgufFileType gguf_type = quant::GgufFileType::F16;

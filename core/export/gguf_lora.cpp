@@ -72,7 +72,8 @@ uint64_t write_gguf_lora(const fs::path& model_dir, const fs::path& adapter_dir,
       if (each.gguf_lora) families += std::string(families.empty() ? "" : ", ") + std::string(each.name);
     throw Error(model_dir.string() + ": a GGUF LoRA adapter is written for " + families +
                     " models only, not " + std::string(spec.name),
-                "Export the merged model instead (--merge --format gguf).");
+                spec.gguf_arch.empty() ? "Export a Hugging Face folder (--format hf) instead."
+                                       : "Export the merged model instead (--merge --format gguf).");
   }
   const std::string arch(spec.gguf_arch);
 

@@ -151,7 +151,12 @@ at::Tensor Decoder::prefill(const at::Tensor& ids, int64_t start, bool all_logit
   a.keys = start + t;
   at::Tensor h = hidden(ids.to(device_, at::kLong), a);
   if (!all_logits) h = h.narrow(0, t - 1, 1);
-  return at::mm(h, head_.t());
+  return head_logits(h);
+}
+
+at::Tensor Decoder::head_logits(const at::Tensor& h) const {
+  at::Tensor logits = at::mm(h, head_.t());
+  return config_.final_softcap > 0 ? soft_cap(logits, config_.final_softcap) : logits;
 }
 
 at::Tensor Decoder::decode(const at::Tensor& ids, const at::Tensor& positions, int64_t keys) {
@@ -165,13 +170,16 @@ at::Tensor Decoder::decode(const at::Tensor& ids, const at::Tensor& positions, i
     // window, less than `window` behind it), -inf elsewhere. Built from the device position so a graph
     // replays it.
     at::Tensor behind = positions - slot_index_.narrow(0, 0, keys);
-    at::Tensor allowed = behind >= 0;
-    const int64_t window = config_.sliding_window.value_or(0);
-    if (window > 0) allowed = allowed & (behind < window);
-    a.mask = at::zeros({keys}, at::TensorOptions().dtype(dtype_).device(device_))
-                 .masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+    const at::Tensor causal = behind >= 0;
+    auto additive = [&](const at::Tensor& allowed) {
+      return at::zeros({keys}, at::TensorOptions().dtype(dtype_).device(device_))
+          .masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+    };
+    a.mask = additive(causal);
+    if (const int64_t window = config_.sliding_window.value_or(0); window > 0)
+      a.local_mask = additive(causal & (behind < window));
   }
-  return at::mm(hidden(ids, a), head_.t());
+  return head_logits(hidden(ids, a));
 }
 
 at::Tensor Decoder::attention(const at::Tensor& qkv, at::Tensor& layer_cache, int64_t heads,
@@ -183,14 +191,17 @@ at::Tensor Decoder::attention(const at::Tensor& qkv, at::Tensor& layer_cache, in
   layer_cache.index_copy_(2, a.positions, new_kv);
   at::Tensor k = layer_cache[0].narrow(1, 0, a.keys);  // [kv, keys, d]
   at::Tensor v = layer_cache[1].narrow(1, 0, a.keys);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const double scale = config_.attention_scale(), softcap = config_.attn_softcap;
 
   if (a.decode) {
     // The n_rep query heads that share a KV head attend as n_rep rows of one batch entry: GQA without
     // repeating the cache, and batched GEMMs that spread over the whole context (a fused kernel would use one
     // block per head).
     at::Tensor q = split.narrow(1, 0, heads).reshape({kv, n_rep, d});
-    at::Tensor scores = at::baddbmm(a.mask.view({1, 1, a.keys}), q, k.transpose(1, 2), 1.0, scale);
+    const at::Tensor& mask = sliding_window > 0 ? a.local_mask : a.mask;
+    at::Tensor scores =
+        softcap > 0 ? soft_cap(at::bmm(q, k.transpose(1, 2)) * scale, softcap) + mask.view({1, 1, a.keys})
+                    : at::baddbmm(mask.view({1, 1, a.keys}), q, k.transpose(1, 2), 1.0, scale);
     // Softmax computed in fp32 and rounded to the activations' dtype, as transformers does. On CUDA the
     // kernel accumulates half-precision inputs in fp32 itself, so one launch gives the same values as the two
     // below (LibTorch's CPU softmax has no fp16 kernel in 1.13).
@@ -202,7 +213,10 @@ at::Tensor Decoder::attention(const at::Tensor& qkv, at::Tensor& layer_cache, in
   at::Tensor q = split.narrow(1, 0, heads).transpose(0, 1).unsqueeze(0);  // [1, heads, T, d]
   at::Tensor kr = repeat_kv(k.unsqueeze(0), n_rep), vr = repeat_kv(v.unsqueeze(0), n_rep);
   at::Tensor out;
-  if (a.start == 0 && (sliding_window <= 0 || a.keys <= sliding_window)) {
+  if (softcap > 0) {
+    // The new tokens are the last T of the `keys` slots, as causal_attention takes them.
+    out = causal_attention(q, kr, vr, sliding_window, {}, scale, softcap);
+  } else if (a.start == 0 && (sliding_window <= 0 || a.keys <= sliding_window)) {
     out = forja::compat::sdpa(q, kr, vr, {}, /*is_causal=*/true, scale);
   } else {
     // New token i sits at position start + i and sees slots j with 0 <= start + i - j (< window).

@@ -45,11 +45,12 @@ struct Projection {
 
 // How the new tokens see the cache.
 struct Attend {
-  at::Tensor positions;  // [T] int64 on the device: where the new tokens go
-  int64_t start = 0;     // host copy of positions[0] (prefill only)
-  int64_t keys = 0;      // cache slots attended: start + T in prefill; a fixed length in decode
-  at::Tensor mask;       // decode: [keys] additive mask in the model's dtype
-  bool decode = false;   // T == 1: matmul attention over `keys` slots with `mask`
+  at::Tensor positions;   // [T] int64 on the device: where the new tokens go
+  int64_t start = 0;      // host copy of positions[0] (prefill only)
+  int64_t keys = 0;       // cache slots attended: start + T in prefill; a fixed length in decode
+  at::Tensor mask;        // decode: [keys] additive mask in the model's dtype
+  at::Tensor local_mask;  // decode: the same within the sliding window, where only some layers have one
+  bool decode = false;    // T == 1: matmul attention over `keys` slots with `mask`
 };
 
 class Decoder {
@@ -105,8 +106,11 @@ class Decoder {
 
   // Attention of the new tokens over the cache, shared by the families. qkv: [T, (heads + 2 kv_heads) *
   // head_dim] with q and k already rotated; writes K/V into `layer_cache` and returns [T, heads * head_dim].
+  // The scores' scale and soft-cap come from the config (1/sqrt(head_dim), none, unless it sets them).
   at::Tensor attention(const at::Tensor& qkv, at::Tensor& layer_cache, int64_t heads, int64_t sliding_window,
                        const Attend& a) const;
+  // The head on final-norm hidden states, soft-capped where the config says so.
+  at::Tensor head_logits(const at::Tensor& h) const;
 
   ModelConfig config_;
   at::Device device_;

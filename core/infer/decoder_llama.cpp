@@ -1,7 +1,8 @@
 // The Llama family's decode graph: RMSNorm, fused q/k/v with RoPE (default, linear, llama3 frequencies), GQA
 // attention over the KV cache (Mistral's sliding window), fused gate/up SwiGLU. Qwen2's q/k/v biases and
 // Llama's attention/MLP biases come along when the checkpoint has them; Qwen3's per-head q/k norms run
-// between the q/k/v projection and RoPE.
+// between the q/k/v projection and RoPE. Gemma 2 / 3 take the stock step: (1 + w) norms before and after
+// attention and the MLP, the scaled embedding, GeGLU, per-layer windows and RoPE, and soft-capping.
 #include <ATen/core/grad_mode.h>
 
 #include "causal_lm.h"
@@ -60,33 +61,42 @@ class LlamaDecoder final : public Decoder {
   LlamaDecoder(CausalLM& m, int64_t capacity)
       : Decoder(m, capacity, m.config().num_kv_heads, m.config().head_dim),
         heads_(config_.num_heads),
-        window_(config_.sliding_window.value_or(0)) {
+        gemma_(config_.gemma_norms) {
     at::NoGradGuard no_grad;
     embed_ = param(m, "model.embed_tokens.weight");
     final_norm_ = param(m, "model.norm.weight");
     for (int64_t i = 0; i < config_.num_layers; ++i) {
       const std::string p = "model.layers." + std::to_string(i);
       Layer l;
+      l.window = config_.layer_window(i);
+      l.local_rope = config_.rope_local && config_.local_layer(i);
       l.input_norm = param(m, p + ".input_layernorm.weight");
       l.post_norm = param(m, p + ".post_attention_layernorm.weight");
+      if (gemma_) {
+        l.pre_ff_norm = param(m, p + ".pre_feedforward_layernorm.weight");
+        l.post_ff_norm = param(m, p + ".post_feedforward_layernorm.weight");
+      }
       const std::string a = p + ".self_attn.", f = p + ".mlp.";
-      l.qkv = fused(m, {a + "q_proj", a + "k_proj", a + "v_proj"});
+      l.qkv = config_.fused_projections ? linear(m, a + "qkv_proj")
+                                        : fused(m, {a + "q_proj", a + "k_proj", a + "v_proj"});
       if (config_.qk_norm) l.q_norm = param(m, a + "q_norm.weight"), l.k_norm = param(m, a + "k_norm.weight");
       l.o = linear(m, a + "o_proj");
-      l.gate_up = fused(m, {f + "gate_proj", f + "up_proj"});
+      l.gate_up = config_.fused_projections ? linear(m, f + "gate_up_proj")
+                                            : fused(m, {f + "gate_proj", f + "up_proj"});
       l.down = linear(m, f + "down_proj");
       l.prefix = p;
       layers_.push_back(std::move(l));
     }
     // cos/sin of every cache position, computed in fp32 as transformers does and cast to the model's dtype.
     // The sine is stored with rotate_half's sign folded in: rotate_half(x)·sin = [x₂, x₁]·[-sin₁, sin₂].
-    const int64_t half = head_dim_ / 2;
-    at::Tensor freqs =
-        at::arange(capacity, at::kLong).to(at::kFloat).unsqueeze(1) * rope_inv_freq(config_.rope, head_dim_);
-    at::Tensor emb = at::cat({freqs, freqs}, -1);
-    at::Tensor sin = emb.sin().to(dtype_);
-    cos_ = emb.cos().to(dtype_).to(device_);
-    sin_signed_ = at::cat({-sin.narrow(1, 0, half), sin.narrow(1, half, half)}, 1).to(device_);
+    std::tie(cos_, sin_signed_) = rope_table(config_.rope, capacity);
+    if (config_.rope.type == "longrope")
+      std::tie(cos_long_, sin_long_) = rope_table(config_.rope, capacity, /*long_factors=*/true);
+    if (config_.rope_local) std::tie(cos_local_, sin_local_) = rope_table(*config_.rope_local, capacity);
+    if (gemma_)  // sqrt(hidden) rounded to the activations' dtype, as transformers scales the embedding
+      embed_scale_ = at::scalar_tensor(std::sqrt(static_cast<double>(config_.hidden_size)), at::kFloat)
+                         .to(dtype_)
+                         .item<double>();
     kernels_fit_ = kernels_fit();
     if (kernels_fit_)  // sized for any number of keys, so that a graph capture never allocates it
       attn_scratch_ = at::empty({decode_kernels::attention_scratch_floats(heads_, head_dim_)},
@@ -101,28 +111,48 @@ class LlamaDecoder final : public Decoder {
     const int64_t t = ids.size(0), kv = kv_heads_, d = head_dim_, half = d / 2;
     const bool lora = adapter_on_;
     const double eps = config_.norm_eps;
-    at::Tensor cos = cos_.index_select(0, a.positions).unsqueeze(1);  // [T, 1, d], shared by all layers
+    // [T, 1, d], shared by the layers of each RoPE.
+    at::Tensor cos = cos_.index_select(0, a.positions).unsqueeze(1);
     at::Tensor sin = sin_signed_.index_select(0, a.positions).unsqueeze(1);
+    if (cos_long_.defined()) {
+      // longrope: the long factors once the furthest new position is beyond the original length, decided on
+      // the device so that a captured decode step replays it.
+      at::Tensor beyond = (a.positions.max() + 1).gt(config_.rope.original_max_position_embeddings);
+      cos = at::where(beyond, cos_long_.index_select(0, a.positions).unsqueeze(1), cos);
+      sin = at::where(beyond, sin_long_.index_select(0, a.positions).unsqueeze(1), sin);
+    }
+    at::Tensor cos_local, sin_local;
+    if (cos_local_.defined()) {
+      cos_local = cos_local_.index_select(0, a.positions).unsqueeze(1);
+      sin_local = sin_local_.index_select(0, a.positions).unsqueeze(1);
+    }
     at::Tensor h = at::embedding(embed_, ids);
+    if (gemma_) h = h * embed_scale_;
     for (size_t i = 0; i < layers_.size(); ++i) {
       Layer& l = layers_[i];
-      at::Tensor x = compat::rms_norm(h, l.input_norm, eps);
+      at::Tensor x = norm(h, l.input_norm);
       at::Tensor qkv = l.qkv.apply(x, lora);
       norm_qk(qkv, l);
       // RoPE on q and k together, in place: x·cos + [x₂, x₁]·sin_signed.
       at::Tensor qk = qkv.view({t, heads_ + 2 * kv, d}).narrow(1, 0, heads_ + kv);
       at::Tensor swapped = at::cat({qk.narrow(2, half, half), qk.narrow(2, 0, half)}, 2);
-      at::Tensor scaled = qk * cos;
-      at::addcmul_out(qk, scaled, swapped, sin);
-      at::Tensor attn = attention(qkv, cache_.layer(static_cast<int64_t>(i)), heads_, window_, a);
-      h = l.o.apply(attn, lora, h);
-      x = compat::rms_norm(h, l.post_norm, eps);
+      at::Tensor scaled = qk * (l.local_rope ? cos_local : cos);
+      at::addcmul_out(qk, scaled, swapped, l.local_rope ? sin_local : sin);
+      at::Tensor attn = attention(qkv, cache_.layer(static_cast<int64_t>(i)), heads_, l.window, a);
+      if (!gemma_) {
+        h = l.o.apply(attn, lora, h);
+        x = compat::rms_norm(h, l.post_norm, eps);
+      } else {
+        h = h + norm(l.o.apply(attn, lora), l.post_norm);
+        x = norm(h, l.pre_ff_norm);
+      }
       at::Tensor gu = l.gate_up.apply(x, lora);
       const int64_t inter = gu.size(1) / 2;
-      at::Tensor act = at::silu(gu.narrow(1, 0, inter)).mul_(gu.narrow(1, inter, inter));
-      h = l.down.apply(act, lora, h);
+      at::Tensor gate = gu.narrow(1, 0, inter);
+      at::Tensor act = (gemma_ ? at::gelu(gate, "tanh") : at::silu(gate)).mul_(gu.narrow(1, inter, inter));
+      h = gemma_ ? h + norm(l.down.apply(act, lora), l.post_ff_norm) : l.down.apply(act, lora, h);
     }
-    return compat::rms_norm(h, final_norm_, eps);
+    return norm(h, final_norm_);
   }
 
   std::vector<NamedProjection> projections() override {
@@ -131,9 +161,14 @@ class LlamaDecoder final : public Decoder {
     for (auto& l : layers_) {
       const std::string a = l.prefix + ".self_attn.", f = l.prefix + ".mlp.";
       const int64_t inter = l.gate_up.out_features() / 2;
-      out.push_back({&l.qkv, {a + "q_proj", a + "k_proj", a + "v_proj"}, {q_rows, kv_rows, kv_rows}});
+      if (config_.fused_projections) {
+        out.push_back({&l.qkv, {a + "qkv_proj"}, {l.qkv.out_features()}});
+        out.push_back({&l.gate_up, {f + "gate_up_proj"}, {l.gate_up.out_features()}});
+      } else {
+        out.push_back({&l.qkv, {a + "q_proj", a + "k_proj", a + "v_proj"}, {q_rows, kv_rows, kv_rows}});
+        out.push_back({&l.gate_up, {f + "gate_proj", f + "up_proj"}, {inter, inter}});
+      }
       out.push_back({&l.o, {a + "o_proj"}, {l.o.out_features()}});
-      out.push_back({&l.gate_up, {f + "gate_proj", f + "up_proj"}, {inter, inter}});
       out.push_back({&l.down, {f + "down_proj"}, {l.down.out_features()}});
     }
     return out;
@@ -171,7 +206,7 @@ class LlamaDecoder final : public Decoder {
       at::Tensor qkv = add_lora(gemv(l.qkv, h, dk::Prologue::RmsNorm, l.input_norm, {}, x), l.qkv, x);
       norm_qk(qkv, l);
       dk::rope_kv(qkv, cache, cos_, sin_signed_, a.positions, heads_);
-      at::Tensor attn = dk::attention(qkv, cache, a.positions, heads_, a.keys, window_, attn_scratch_);
+      at::Tensor attn = dk::attention(qkv, cache, a.positions, heads_, a.keys, l.window, attn_scratch_);
       h = add_lora(gemv(l.o, attn, dk::Prologue::Plain, {}, h, {}), l.o,
                    lora && l.o.lora_a.defined() ? attn : at::Tensor());
       x = act_for(l.gate_up);
@@ -186,6 +221,10 @@ class LlamaDecoder final : public Decoder {
   // 4-bit ones the NF4 GEMV takes), and the head sizes the attention kernel has.
   bool kernels_fit() const {
     if (!decode_kernels::compiled_in() || !device_.is_cuda() || dtype_ != at::kBFloat16) return false;
+    // The kernels know one RoPE, one window, the pre-norm block and the plain scale.
+    if (gemma_ || config_.rope_local || config_.attn_scale > 0 || config_.attn_softcap > 0 ||
+        config_.rope.type == "longrope")
+      return false;
     if (head_dim_ != 64 && head_dim_ != 128) return false;
     if (heads_ % kv_heads_ != 0 || heads_ / kv_heads_ > 16) return false;
     for (const auto& l : layers_)
@@ -206,22 +245,50 @@ class LlamaDecoder final : public Decoder {
 
   struct Layer {
     std::string prefix;
+    int64_t window = 0;       // this layer's sliding window; 0: the whole context
+    bool local_rope = false;  // the local layers' RoPE (Gemma 3)
     at::Tensor input_norm, post_norm;
-    at::Tensor q_norm, k_norm;  // Qwen3: over each head of q and k; undefined elsewhere
+    at::Tensor pre_ff_norm, post_ff_norm;  // Gemma: post_norm follows attention, these surround the MLP
+    at::Tensor q_norm, k_norm;             // Qwen3, Gemma 3: over each head of q and k; undefined elsewhere
     Projection qkv, o, gate_up, down;
   };
-  // Qwen3's per-head RMSNorm of q and k, in place in the [T, q | k | v] projection output, before RoPE.
+  // Per-head RMSNorm of q and k (Qwen3, Gemma 3), in place in the [T, q | k | v] projection output, before
+  // RoPE.
   void norm_qk(at::Tensor& qkv, const Layer& l) const {
     if (!l.q_norm.defined()) return;
     const int64_t t = qkv.size(0);
     at::Tensor heads = qkv.view({t, heads_ + 2 * kv_heads_, head_dim_});
     at::Tensor q = heads.narrow(1, 0, heads_), k = heads.narrow(1, heads_, kv_heads_);
-    q.copy_(compat::rms_norm(q, l.q_norm, config_.norm_eps));
-    k.copy_(compat::rms_norm(k, l.k_norm, config_.norm_eps));
+    q.copy_(norm(q, l.q_norm));
+    k.copy_(norm(k, l.k_norm));
+  }
+  // RMSNorm as the family has it: Gemma's scales by (1 + w) in fp32 before rounding.
+  at::Tensor norm(const at::Tensor& x, const at::Tensor& w) const {
+    if (!gemma_) return compat::rms_norm(x, w, config_.norm_eps);
+    at::Tensor xf = x.to(at::kFloat);
+    xf = xf * at::rsqrt(xf.square().mean(-1, /*keepdim=*/true) + config_.norm_eps);
+    return (xf * (w.to(at::kFloat) + 1.0)).to(x.scalar_type());
+  }
+  // cos and sin of every cache position, computed in fp32 as transformers does and cast to the model's dtype.
+  // The sine is stored with rotate_half's sign folded in: rotate_half(x)·sin = [x₂, x₁]·[-sin₁, sin₂].
+  // longrope's are multiplied by its attention factor in fp32.
+  std::pair<at::Tensor, at::Tensor> rope_table(const RopeConfig& rope, int64_t capacity,
+                                               bool long_factors = false) const {
+    const int64_t half = head_dim_ / 2;
+    at::Tensor freqs = at::arange(capacity, at::kLong).to(at::kFloat).unsqueeze(1) *
+                       rope_inv_freq(rope, head_dim_, long_factors);
+    at::Tensor emb = at::cat({freqs, freqs}, -1);
+    const double af = rope.type == "longrope" ? rope.attention_factor : 1.0;
+    at::Tensor sin = (emb.sin() * af).to(dtype_);
+    return {(emb.cos() * af).to(dtype_).to(device_),
+            at::cat({-sin.narrow(1, 0, half), sin.narrow(1, half, half)}, 1).to(device_)};
   }
 
-  int64_t heads_, window_;
-  at::Tensor embed_, final_norm_, cos_, sin_signed_;
+  int64_t heads_;
+  bool gemma_;
+  double embed_scale_ = 1.0;
+  at::Tensor embed_, final_norm_, cos_, sin_signed_, cos_local_, sin_local_;
+  at::Tensor cos_long_, sin_long_;  // longrope's long factors
   std::vector<Layer> layers_;
   bool kernels_fit_ = false;
   at::Tensor attn_scratch_;

@@ -78,21 +78,15 @@ class Fields {
   std::string source_;
 };
 
-RopeConfig parse_rope(const Fields& f) {
+// One RoPE setting: `p` is rope_parameters (5.x), rope_scaling (4.x) or one layer type's entry of
+// rope_parameters (Gemma 3), `theta` the value it falls back to, `label` its name in messages.
+RopeConfig parse_rope_params(const Fields& f, const json* params, double theta, const std::string& label) {
   RopeConfig r;
-  const json& j = f.raw();
-  // 5.x: everything in rope_parameters; 4.x: rope_theta at the top, scaling (or null) in rope_scaling.
-  const json* params = nullptr;
-  if (j.contains("rope_parameters") && j["rope_parameters"].is_object())
-    params = &j["rope_parameters"];
-  else if (j.contains("rope_scaling") && j["rope_scaling"].is_object())
-    params = &j["rope_scaling"];
-  r.theta = f.number_or("rope_theta", 10000.0);
+  r.theta = theta;
   if (!params) return r;
   const json& p = *params;
   auto num = [&](const char* key, double fallback) {
-    return p.contains(key) && !p[key].is_null() ? f.number_value(std::string("rope.") + key, p[key])
-                                                : fallback;
+    return p.contains(key) && !p[key].is_null() ? f.number_value(label + "." + key, p[key]) : fallback;
   };
   r.theta = num("rope_theta", r.theta);
   if (p.contains("rope_type") && p["rope_type"].is_string())
@@ -102,23 +96,126 @@ RopeConfig parse_rope(const Fields& f) {
   r.factor = num("factor", 1.0);
   if (r.type == "default") return r;
   if (r.type == "linear") {
-    if (r.factor <= 0) f.fail("rope scaling factor must be positive");
+    if (r.factor <= 0) f.fail(label + ": the scaling factor must be positive");
     return r;
   }
   if (r.type == "llama3") {
     r.low_freq_factor = num("low_freq_factor", 1.0);
     r.high_freq_factor = num("high_freq_factor", 4.0);
     if (!p.contains("original_max_position_embeddings"))
-      f.fail("rope type llama3 needs 'original_max_position_embeddings'");
+      f.fail(label + ": rope type llama3 needs 'original_max_position_embeddings'");
     r.original_max_position_embeddings =
-        f.integer_value("rope.original_max_position_embeddings", p["original_max_position_embeddings"]);
+        f.integer_value(label + ".original_max_position_embeddings", p["original_max_position_embeddings"]);
     if (r.factor <= 0 || r.high_freq_factor <= r.low_freq_factor || r.original_max_position_embeddings <= 0)
       f.fail(
-          "rope type llama3 needs factor > 0, high_freq_factor > low_freq_factor and a positive original "
+          label +
+          ": rope type llama3 needs factor > 0, high_freq_factor > low_freq_factor and a positive original "
           "length");
     return r;
   }
-  f.fail("RoPE scaling type '" + r.type + "' is not supported yet", "Supported: default, linear, llama3.");
+  if (r.type == "longrope" || r.type == "su") {  // "su": Phi-3's first configs
+    r.type = "longrope";
+    const json& top = f.raw();
+    const json* original =
+        p.contains("original_max_position_embeddings")     ? &p["original_max_position_embeddings"]
+        : top.contains("original_max_position_embeddings") ? &top["original_max_position_embeddings"]
+                                                           : nullptr;
+    if (!original || original->is_null())
+      f.fail(label + ": rope type longrope needs 'original_max_position_embeddings'");
+    r.original_max_position_embeddings = f.integer_value("original_max_position_embeddings", *original);
+    if (r.original_max_position_embeddings <= 0)
+      f.fail("'original_max_position_embeddings' must be positive");
+    for (auto [key, out] :
+         {std::pair{"short_factor", &r.short_factor}, std::pair{"long_factor", &r.long_factor}}) {
+      if (!p.contains(key) || !p[key].is_array() || p[key].empty())
+        f.fail(label + ": rope type longrope needs the list '" + key + "'");
+      for (const auto& v : p[key]) {
+        const double x = f.number_value(label + "." + key, v);
+        if (!std::isfinite(x) || x <= 0)
+          f.fail(label + "." + key + " holds " + v.dump() + ", not a positive number");
+        out->push_back(x);
+      }
+    }
+    // transformers' default: the ratio of the extended context to the original sets the attention factor.
+    const double extension = static_cast<double>(f.integer_or("max_position_embeddings", 0)) /
+                             static_cast<double>(r.original_max_position_embeddings);
+    r.attention_factor =
+        num("attention_factor",
+            extension <= 1.0
+                ? 1.0
+                : std::sqrt(1.0 + std::log(extension) /
+                                      std::log(static_cast<double>(r.original_max_position_embeddings))));
+    return r;
+  }
+  f.fail(label + ": RoPE scaling type '" + r.type + "' is not supported yet",
+         "Supported: default, linear, llama3, longrope.");
+}
+
+// 5.x: everything in rope_parameters; 4.x: rope_theta at the top, scaling (or null) in rope_scaling.
+const json* rope_section(const json& j) {
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) return &j["rope_parameters"];
+  if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) return &j["rope_scaling"];
+  return nullptr;
+}
+
+RopeConfig parse_rope(const Fields& f) {
+  return parse_rope_params(f, rope_section(f.raw()), f.number_or("rope_theta", 10000.0), "rope");
+}
+
+// Gemma 2 / 3: which layers are local (sliding window), their RoPE, the attention scale and the soft-caps.
+void parse_gemma(const Fields& f, ModelConfig& c) {
+  const json& j = f.raw();
+  c.gemma_norms = true;
+  c.hidden_act = f.string_or("hidden_activation", f.string_or("hidden_act", "gelu_pytorch_tanh"));
+  if (c.hidden_act != "gelu_pytorch_tanh")
+    f.fail("hidden_activation '" + c.hidden_act + "' is not supported (expected gelu_pytorch_tanh)");
+  const double scalar = f.number_or("query_pre_attn_scalar", 256.0);
+  if (!std::isfinite(scalar) || scalar <= 0) f.fail("field 'query_pre_attn_scalar' must be positive");
+  c.attn_scale = 1.0 / std::sqrt(scalar);
+  c.attn_softcap = f.number_or("attn_logit_softcapping", 0.0);
+  c.final_softcap = f.number_or("final_logit_softcapping", 0.0);
+  if (c.attn_softcap < 0 || c.final_softcap < 0) f.fail("soft-capping values must not be negative");
+  if (f.has("sliding_window")) {
+    c.sliding_window = f.integer("sliding_window");
+    if (*c.sliding_window <= 0) f.fail("field 'sliding_window' must be positive");
+  }
+  // layer_types when given; else the families' fixed patterns: Gemma 2 alternates starting with a local
+  // layer, Gemma 3 has one global layer in every sliding_window_pattern (6).
+  const bool gemma3 = c.family == Family::Gemma3;
+  const int64_t pattern =
+      gemma3 ? f.integer_or("sliding_window_pattern", f.integer_or("_sliding_window_pattern", 6)) : 2;
+  if (pattern <= 0) f.fail("field 'sliding_window_pattern' must be positive");
+  if (f.has("layer_types")) {
+    if (!j["layer_types"].is_array() || static_cast<int64_t>(j["layer_types"].size()) != c.num_layers)
+      f.fail("field 'layer_types' must list one type per layer (" + std::to_string(c.num_layers) + ")");
+    for (const auto& t : j["layer_types"]) {
+      const std::string type = t.is_string() ? t.get<std::string>() : "";
+      if (type != "sliding_attention" && type != "full_attention")
+        f.fail("field 'layer_types' holds '" + t.dump() + "'",
+               "Each entry is \"sliding_attention\" or \"full_attention\".");
+      c.sliding_layers.push_back(type == "sliding_attention");
+    }
+  } else {
+    for (int64_t i = 0; i < c.num_layers; ++i) c.sliding_layers.push_back((i + 1) % pattern != 0);
+  }
+  if (!gemma3) return;
+  // 5.x: rope_parameters keyed by layer type; 4.x: the global RoPE at the top (with rope_scaling) and the
+  // local layers' base in rope_local_base_freq, unscaled.
+  const json* params = rope_section(j);
+  if (params && params->contains("full_attention")) {
+    for (const char* key : {"full_attention", "sliding_attention"})
+      if (!params->contains(key) || !(*params)[key].is_object())
+        f.fail(std::string("field 'rope_parameters.") + key + "' is missing");
+    c.rope = parse_rope_params(f, &(*params)["full_attention"], 10000.0, "rope_parameters.full_attention");
+    c.rope_local =
+        parse_rope_params(f, &(*params)["sliding_attention"], 10000.0, "rope_parameters.sliding_attention");
+  } else {
+    RopeConfig local;
+    local.theta = f.number_or("rope_local_base_freq", 10000.0);
+    c.rope_local = local;
+  }
+  if (!std::isfinite(c.rope_local->theta) || c.rope_local->theta <= 0)
+    f.fail("the local layers' rope_theta must be a positive finite number");
 }
 
 std::vector<int64_t> token_ids(const Fields& f, const char* key) {
@@ -180,6 +277,7 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
   } else if (const Architecture* arch = find_architecture(c.model_type)) {
     c.family = arch->family;
     c.qk_norm = arch->qk_norm;
+    c.fused_projections = arch->fused_projections;
     c.hidden_size = f.positive("hidden_size");
     c.intermediate_size = f.positive("intermediate_size");
     c.num_layers = f.positive("num_hidden_layers");
@@ -188,7 +286,9 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     c.max_position_embeddings = f.integer_or("max_position_embeddings", 2048);
     c.norm_eps = f.number_or("rms_norm_eps", 1e-6);
     c.hidden_act = f.string_or("hidden_act", "silu");
-    if (c.hidden_act != "silu") f.fail("hidden_act '" + c.hidden_act + "' is not supported (expected silu)");
+    const bool gemma = c.family == Family::Gemma2 || c.family == Family::Gemma3;
+    if (c.hidden_act != "silu" && !gemma)
+      f.fail("hidden_act '" + c.hidden_act + "' is not supported (expected silu)");
     c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
     c.head_dim = f.integer_or("head_dim", 0);
     c.rope = parse_rope(f);
@@ -202,15 +302,26 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
       c.qkv_bias = c.o_bias = f.boolean_or("attention_bias", false);
       c.mlp_bias = f.boolean_or("mlp_bias", false);
     }
-    if (c.family == Family::Mistral && f.has("sliding_window")) {
+    const json* rope_params = rope_section(j);
+    const double partial = rope_params && rope_params->contains("partial_rotary_factor") &&
+                                   (*rope_params)["partial_rotary_factor"].is_number()
+                               ? (*rope_params)["partial_rotary_factor"].get<double>()
+                               : f.number_or("partial_rotary_factor", 1.0);
+    if (c.family == Family::Phi3 && partial != 1.0)
+      f.fail("partial_rotary_factor below 1 (RoPE on part of each head) is not supported yet");
+    if ((c.family == Family::Mistral || c.family == Family::Phi3) && f.has("sliding_window")) {
       c.sliding_window = f.integer("sliding_window");
       if (*c.sliding_window <= 0) f.fail("field 'sliding_window' must be positive");
     }
+    if (gemma) parse_gemma(f, c);
   } else {
     std::string covered;
     for (const auto& a : architectures())
       covered +=
           std::string(covered.empty() ? "" : "; ") + std::string(a.model_type) + ": " + std::string(a.models);
+    if (c.model_type == "gemma3")
+      f.fail("model_type 'gemma3' (Gemma 3 with its vision tower) is not supported",
+             "Forja loads Gemma 3's text-only checkpoints (model_type gemma3_text, as Gemma 3 1B ships).");
     f.fail("model_type '" + c.model_type + "' is not supported",
            "Forja supports the model types " + supported_model_types() + " (" + covered + ").");
   }
@@ -243,7 +354,26 @@ ModelConfig parse_model_config_text(const std::string& text, const std::string& 
     f.fail("field 'num_key_value_heads' must be positive and divide num_attention_heads " +
            std::to_string(c.num_heads) + ": num_key_value_heads " + std::to_string(c.num_kv_heads));
   if (c.head_dim % 2 != 0 && c.family != Family::Gpt2) f.fail("head_dim must be even for rotary embeddings");
+  if (c.rope.type == "longrope")
+    for (const auto* factors : {&c.rope.short_factor, &c.rope.long_factor})
+      if (static_cast<int64_t>(factors->size()) != c.head_dim / 2)
+        f.fail("the longrope factor lists need head_dim / 2 = " + std::to_string(c.head_dim / 2) +
+               " entries, found " + std::to_string(factors->size()));
   return c;
+}
+
+bool ModelConfig::local_layer(int64_t layer) const {
+  const auto i = static_cast<size_t>(layer);
+  return i < sliding_layers.size() && sliding_layers[i];
+}
+
+int64_t ModelConfig::layer_window(int64_t layer) const {
+  if (!sliding_window) return 0;
+  return sliding_layers.empty() || local_layer(layer) ? *sliding_window : 0;
+}
+
+const RopeConfig& ModelConfig::layer_rope(int64_t layer) const {
+  return rope_local && local_layer(layer) ? *rope_local : rope;
 }
 
 ModelConfig parse_model_config(const std::filesystem::path& config_json) {

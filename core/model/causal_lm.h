@@ -62,7 +62,12 @@ class CausalLM : public torch::nn::Module {
   virtual at::Tensor hidden_states(const at::Tensor& input_ids, const ForwardOptions& options) = 0;
   // The output projection [vocab, hidden] (the embedding when tied); no bias in any supported family.
   virtual const at::Tensor& head_weight() const = 0;
-  at::Tensor logits(const at::Tensor& hidden) const { return at::linear(hidden, head_weight()); }
+  // With Gemma 2's final soft-capping, cap·tanh(logits / cap) in the logits' dtype, as transformers does.
+  at::Tensor logits(const at::Tensor& hidden) const {
+    at::Tensor out = at::linear(hidden, head_weight());
+    const double cap = config_.final_softcap;
+    return cap > 0 ? at::tanh(out / cap) * cap : out;
+  }
   const ModelConfig& config() const { return config_; }
   at::ScalarType dtype() const { return dtype_; }
   at::Device device() const { return device_; }

@@ -44,15 +44,17 @@ class Conv1DImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Conv1D);
 
-// Llama's RMSNorm: normalise in fp32, cast back, then scale (the order transformers uses).
+// Llama's RMSNorm: normalise in fp32, cast back, then scale (the order transformers uses). Gemma's
+// (plus_one) scales by (1 + weight) in fp32 and casts after.
 class RMSNormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(WeightProvider& w, const std::string& name, int64_t dim, double eps);
+  RMSNormImpl(WeightProvider& w, const std::string& name, int64_t dim, double eps, bool plus_one = false);
   at::Tensor forward(const at::Tensor& x);
   // h = x + residual and forward(h), in one fused kernel where it applies; returns {h, forward(h)}.
   std::pair<at::Tensor, at::Tensor> forward_with_residual(const at::Tensor& x, const at::Tensor& residual);
   at::Tensor weight;
   double eps;
+  bool plus_one = false;
 };
 TORCH_MODULE(RMSNorm);
 
@@ -73,20 +75,25 @@ class EmbeddingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Embedding);
 
-// Rotary position embedding: inverse frequencies per config (default / linear / llama3), cos/sin per position.
+// Rotary position embedding: inverse frequencies per config (default / linear / llama3 / longrope), cos/sin
+// per position.
 class Rotary {
  public:
   Rotary(const RopeConfig& rope, int64_t head_dim);
-  // q, k: [B, H, T, D]; positions: [T] or [B, T] (int64). Returns the rotated pair.
-  std::pair<at::Tensor, at::Tensor> apply(const at::Tensor& q, const at::Tensor& k, const at::Tensor& positions) const;
+  // q, k: [B, H, T, D]; positions: [T] or [B, T] (int64). Returns the rotated pair. longrope takes its long
+  // factors when the furthest position is beyond the original length, as transformers decides per forward.
+  std::pair<at::Tensor, at::Tensor> apply(const at::Tensor& q, const at::Tensor& k,
+                                          const at::Tensor& positions) const;
   const at::Tensor& inv_freq() const { return inv_freq_; }  // fp32, CPU
 
  private:
-  at::Tensor inv_freq_;
+  at::Tensor inv_freq_, inv_freq_long_;  // the long one only for longrope
+  int64_t original_length_ = 0;
+  double attention_factor_ = 1.0;  // cos and sin are multiplied by it (longrope)
 };
 
-// Inverse frequencies as transformers computes them, in fp32.
-at::Tensor rope_inv_freq(const RopeConfig& rope, int64_t head_dim);
+// Inverse frequencies as transformers computes them, in fp32; `long_factors` picks longrope's long set.
+at::Tensor rope_inv_freq(const RopeConfig& rope, int64_t head_dim, bool long_factors = false);
 
 // silu(gate) * up (Llama's MLP); under autograd it keeps only its inputs for backward.
 at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
@@ -94,13 +101,22 @@ at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
 // GELU with the tanh approximation (GPT-2's gelu_new).
 at::Tensor gelu_tanh(const at::Tensor& x);
 
+// gelu_tanh(gate) * up (Gemma's MLP).
+at::Tensor geglu(const at::Tensor& gate, const at::Tensor& up);
+
+// cap·tanh(x / cap): Gemma 2's soft-capping of attention scores and logits.
+at::Tensor soft_cap(const at::Tensor& x, double cap);
+
 // [B, KV, T, D] -> [B, KV * n_rep, T, D] (kv head h serves query heads h*n_rep .. h*n_rep+n_rep-1).
 at::Tensor repeat_kv(const at::Tensor& x, int64_t n_rep);
 
-// Causal attention over [B, H, T, D]; `sliding_window` > 0 limits each query to that many most recent positions;
-// `same_segment` ([B, 1, T, T] bool, from segment_mask) keeps packed examples from seeing each other.
-at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t sliding_window,
-                            const at::Tensor& same_segment = {});
+// Causal attention over [B, H, T, D]; `sliding_window` > 0 limits each query to that many most recent
+// positions; `same_segment` ([B, 1, T, T] bool, from segment_mask) keeps packed examples from seeing each
+// other. `scale` 0 is 1/sqrt(D); `softcap` > 0 soft-caps the scaled scores before the mask (then computed
+// without SDPA).
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            int64_t sliding_window, const at::Tensor& same_segment = {}, double scale = 0,
+                            double softcap = 0);
 
 // [B, T] segment ids -> [B, 1, T, T] bool, true where query and key belong to the same segment.
 at::Tensor segment_mask(const at::Tensor& segment_ids);

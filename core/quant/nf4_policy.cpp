@@ -2,19 +2,22 @@
 // layers, which hold nearly all the parameters. Embeddings, norms, biases and lm_head stay in their dtype
 // (the paper keeps them in 16 bits; they are small, and lm_head and the embeddings are sensitive).
 #include <algorithm>
-#include <array>
 #include <string_view>
 #include <vector>
 
+#include "forja/architecture.h"
 #include "forja/nf4.h"
 
 namespace forja::quant {
 
 namespace {
 
-constexpr std::array<std::string_view, 7> kLlamaProjections = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
-                                                               "gate_proj", "up_proj", "down_proj"};
-constexpr std::array<std::string_view, 3> kGpt2Projections = {"c_attn", "c_proj", "c_fc"};
+// Any supported architecture's projection name, from the architecture table.
+bool is_projection(std::string_view module) {
+  for (const auto& a : architectures())
+    if (std::find(a.projections.begin(), a.projections.end(), module) != a.projections.end()) return true;
+  return false;
+}
 
 std::vector<std::string_view> split(std::string_view s) {
   std::vector<std::string_view> parts;
@@ -31,11 +34,6 @@ bool is_index(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-template <size_t N>
-bool contains(const std::array<std::string_view, N>& set, std::string_view s) {
-  return std::find(set.begin(), set.end(), s) != set.end();
-}
-
 }  // namespace
 
 bool should_quantize_nf4(std::string_view hf_name) {
@@ -48,7 +46,7 @@ bool should_quantize_nf4(std::string_view hf_name) {
   const std::string_view index = p[p.size() - 4];
   const std::string_view container = p[p.size() - 5];
   if (!is_index(index) || (container != "layers" && container != "h")) return false;
-  return contains(kLlamaProjections, module) || contains(kGpt2Projections, module);
+  return is_projection(module);
 }
 
 }  // namespace forja::quant

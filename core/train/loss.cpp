@@ -15,9 +15,15 @@ constexpr int64_t kIgnoreIndex = -100;  // Hugging Face's label for positions th
 // One chunk of the LibTorch formulation (the reference, and the path off CUDA): the per-row losses from the
 // logits upcast to fp32; with want_grad, d(loss)/d(logits) = softmax - onehot (zero on ignored rows) in the
 // head's dtype, built in the fp32 logits' own memory.
+// With `softcap`, the loss is of cap·tanh(z / cap) and the gradient carries tanh's derivative, 1 − tanh².
 std::pair<at::Tensor, at::Tensor> chunk_stock(const at::Tensor& logits_in, const at::Tensor& y,
-                                              bool want_grad, at::ScalarType grad_dtype) {
+                                              bool want_grad, at::ScalarType grad_dtype, double softcap) {
   at::Tensor logits = logits_in.to(at::kFloat);
+  at::Tensor tanh_z;
+  if (softcap > 0) {
+    tanh_z = at::tanh(logits / softcap);
+    logits = tanh_z * softcap;
+  }
   at::Tensor lse = at::logsumexp(logits, -1);
   at::Tensor valid = y.ne(kIgnoreIndex);
   at::Tensor target = at::where(valid, y, at::zeros_like(y)).unsqueeze(1);
@@ -27,18 +33,20 @@ std::pair<at::Tensor, at::Tensor> chunk_stock(const at::Tensor& logits_in, const
   at::Tensor g = logits.sub_(lse.unsqueeze(1)).exp_();
   g.scatter_add_(1, target, at::full({y.size(0), 1}, -1.0, g.options()));
   g.mul_(valid.to(at::kFloat).unsqueeze(1));
+  if (tanh_z.defined()) g.mul_(1 - tanh_z.square());
   return {rows, g.to(grad_dtype)};
 }
 
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
-                            const at::Tensor& head, const at::Tensor& labels, int64_t chunk_rows) {
+                            const at::Tensor& head, const at::Tensor& labels, int64_t chunk_rows,
+                            double softcap) {
     at::NoGradGuard no_grad;
     const bool want_hidden = hidden.requires_grad(), want_head = head.requires_grad();
     const bool want_grad = want_hidden || want_head;
     // The fused kernel takes the head-dtype logits as the GEMM wrote them and turns them into their gradient
     // in place: no fp32 [chunk, vocab] copy, and one pass less over the chunk.
-    const bool kernel = fused::applies({hidden, head}) && labels.is_cuda();
+    const bool kernel = fused::applies({hidden, head}) && labels.is_cuda() && softcap <= 0;
     const at::Tensor labels_c = labels.contiguous();
     const int64_t n = hidden.size(0);
     at::Tensor total = at::zeros({}, hidden.options().dtype(at::kFloat));
@@ -55,7 +63,7 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
         rows = fused::cross_entropy_rows(logits, y, kIgnoreIndex, 1.0, want_grad);
         g = want_grad ? logits : at::Tensor();
       } else {
-        std::tie(rows, g) = chunk_stock(logits, y, want_grad, head.scalar_type());
+        std::tie(rows, g) = chunk_stock(logits, y, want_grad, head.scalar_type(), softcap);
       }
       total.add_(rows.sum());
       if (want_hidden) {
@@ -80,18 +88,18 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
     at::Tensor dh, dw;
     if (grad_hidden.defined()) dh = grad_hidden * grads[0].to(grad_hidden.scalar_type());
     if (grad_head.defined()) dw = (grad_head * grads[0]).to(ctx->saved_data["head_dtype"].toScalarType());
-    return {dh, dw, at::Tensor(), at::Tensor()};
+    return {dh, dw, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 at::Tensor linear_cross_entropy_sum(const at::Tensor& hidden, const at::Tensor& head,
-                                    const at::Tensor& labels, int64_t chunk_rows) {
+                                    const at::Tensor& labels, int64_t chunk_rows, double softcap) {
   TORCH_CHECK(hidden.dim() == 2 && head.dim() == 2 && labels.dim() == 1 && hidden.size(0) == labels.size(0) &&
                   hidden.size(1) == head.size(1),
               "linear_cross_entropy_sum: hidden [N, H], head [V, H], labels [N]");
-  return LinearCrossEntropy::apply(hidden, head, labels, std::max<int64_t>(1, chunk_rows));
+  return LinearCrossEntropy::apply(hidden, head, labels, std::max<int64_t>(1, chunk_rows), softcap);
 }
 
 int64_t loss_chunk_rows(int64_t vocab, int64_t budget_bytes) {

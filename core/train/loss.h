@@ -15,8 +15,9 @@ namespace forja::train {
 // Sum over rows with label != -100 of cross_entropy(hidden[i] · headᵀ, label[i]), computed in fp32 whatever
 // the dtype of hidden and head. hidden [N, H], head [V, H], labels [N] int64. Differentiable with respect to
 // hidden (and head, when it requires grad). `chunk_rows` bounds the logits alive at once (chunk_rows × V).
+// `softcap` > 0 caps the logits first, cap·tanh(logits / cap) (Gemma 2's final soft-capping).
 at::Tensor linear_cross_entropy_sum(const at::Tensor& hidden, const at::Tensor& head,
-                                    const at::Tensor& labels, int64_t chunk_rows);
+                                    const at::Tensor& labels, int64_t chunk_rows, double softcap = 0);
 
 // A chunk size that keeps one chunk of fp32 logits near `budget_bytes`.
 // 256 MiB: at 32k vocab, 2048 rows, still large enough matmuls to run at full speed, and the transient logits

@@ -61,7 +61,7 @@ at::Tensor Trainer::loss_sum(const BatchTensors& t, bool recompute) {
   fo.selective_checkpointing = selective_;
   at::Tensor h = model_.hidden_states(t.input_ids, fo);
   return linear_cross_entropy_sum(h.reshape({-1, h.size(-1)}), model_.head_weight(), t.labels.reshape({-1}),
-                                  chunk_rows_);
+                                  chunk_rows_, model_.config().final_softcap);
 }
 
 StepStats Trainer::step(const std::vector<Batch>& micro_batches) {

@@ -163,6 +163,28 @@ class TestFusedLoss : public QObject {
       QVERIFY(forja_test::relative_error(grads[1], ref_grads[1]) <= 1e-5);
     }
   }
+
+  void softCappedLogits() {
+    // Gemma 2's final soft-cap, cap·tanh(z / cap), inside the chunked loss: the loss and both gradients
+    // equal autograd's through the capped logits. A cap of 2 on logits of size ~3 bends them hard.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(10);
+    at::Tensor h = at::randn({9, 6}, gen, at::kFloat).requires_grad_(true);
+    at::Tensor w = at::randn({23, 6}, gen, at::kFloat).requires_grad_(true);
+    at::Tensor y = make_labels(9, 23, false, 3);
+    const double cap = 2.0;
+    at::Tensor capped = at::tanh(at::matmul(h, w.t()) / cap) * cap;
+    at::Tensor ref = at::cross_entropy_loss(capped, y, {}, at::Reduction::Sum, kIgnore);
+    auto ref_grads = torch::autograd::grad({ref}, {h, w});
+    at::Tensor uncapped = forja::train::linear_cross_entropy_sum(h, w, y, 4);
+    QVERIFY(std::abs(uncapped.item<double>() - ref.item<double>()) > 1e-2 * std::abs(ref.item<double>()));
+    for (int64_t chunk : {1, 4, 9}) {
+      at::Tensor loss = forja::train::linear_cross_entropy_sum(h, w, y, chunk, cap);
+      auto grads = torch::autograd::grad({loss}, {h, w});
+      QVERIFY(std::abs(loss.item<double>() - ref.item<double>()) <= 1e-5 * std::abs(ref.item<double>()));
+      QVERIFY(forja_test::relative_error(grads[0], ref_grads[0]) <= 1e-5);
+      QVERIFY(forja_test::relative_error(grads[1], ref_grads[1]) <= 1e-5);
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestFusedLoss)

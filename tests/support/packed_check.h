@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "causal_lm.h"
+#include "forja/architecture.h"
 #include "forja/dataset.h"
 #include "lora_linear.h"
 #include "reference.h"
@@ -47,7 +48,7 @@ inline std::shared_ptr<forja::LoraAdapters> random_lora(forja::CausalLM& model, 
   o.rank = 4;
   o.alpha = 8;
   o.seed = seed;
-  if (model.config().family == forja::Family::Gpt2) o.target_modules = {"c_attn", "c_proj", "c_fc"};
+  o.target_modules = forja::architecture(model.config().family).projections;
   auto adapters = forja::LoraAdapters::attach(model, o);
   at::NoGradGuard no_grad;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);

@@ -14,8 +14,8 @@
 namespace forja_test {
 
 inline const std::vector<std::string>& fixture_models() {
-  static const std::vector<std::string> names = {"llama", "llama3", "mistral", "qwen2",
-                                                 "qwen3", "smollm", "gpt2"};
+  static const std::vector<std::string> names = {"llama",  "llama3", "mistral", "qwen2",  "qwen3",
+                                                 "gemma2", "gemma3", "phi3",    "smollm", "gpt2"};
   return names;
 }
 

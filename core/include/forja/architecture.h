@@ -23,6 +23,7 @@ struct Architecture {
   bool gguf_interleaved_rope = false;
   bool gguf_lora = false;  // a GGUF LoRA adapter is written for it (llama.cpp applies it by tensor name)
   bool qk_norm = false;    // RMSNorm over each head's q and k before RoPE
+  bool fused_projections = false;  // qkv_proj and gate_up_proj, each one matrix in the checkpoint
   // One layer's projections as PEFT names them, attention's first: the LoRA targets a user may pick, and the
   // ones the Train pane offers by default.
   std::vector<std::string> projections;

@@ -240,8 +240,8 @@ class TestGgufExport : public QObject {
       QCOMPARE(std::get<std::string>(g.metadata.at("tokenizer.ggml.pre")), std::string(pre));
     }
     // Llama family: embedding, final norm, 9 per layer; the LM head unless tied; q/k/v biases; Qwen3's q/k
-    // norms; llama3's RoPE factors. GPT-2: token and position embeddings, 12 per layer (6 weights, 6 biases), the final norm's
-    // two, and the LM head (the token embedding again).
+    // norms; llama3's RoPE factors. GPT-2: token and position embeddings, 12 per layer (6 weights, 6 biases),
+    // the final norm's two, and the LM head (the token embedding again).
     if (arch == "gpt2")
       QCOMPARE(g.tensors.size(), size_t(2 + 12 * c.num_layers + 3));
     else
@@ -544,6 +544,15 @@ class TestGgufExport : public QObject {
     QVERIFY(p.waitForFinished(120000));
     QCOMPARE(p.exitCode(), 1);
     QVERIFY(p.readAllStandardError().contains("no tokenizer.json"));
+    QVERIFY(!QFile::exists(out));
+    // A family without a GGUF writer (Gemma): said before anything is loaded, with the way out.
+    p.start(QStringLiteral(FORJA_CLI_PATH),
+            {QStringLiteral("export"), QString::fromStdString(forja_test::fixture_dir("gemma2").string()),
+             QStringLiteral("--format"), QStringLiteral("gguf"), QStringLiteral("--out"), out});
+    QVERIFY(p.waitForFinished(120000));
+    QCOMPARE(p.exitCode(), 1);
+    const QByteArray gemma_err = p.readAllStandardError();
+    QVERIFY2(gemma_err.contains("gemma2") && gemma_err.contains("--format hf"), gemma_err.constData());
     QVERIFY(!QFile::exists(out));
     // --out must be a new .gguf file.
     p.start(QStringLiteral(FORJA_CLI_PATH),

@@ -14,11 +14,12 @@ class TestModelLayers : public QObject {
     RopeConfig r;
     r.theta = 10000;
     at::Tensor f = rope_inv_freq(r, 8);
-    for (int i = 0; i < 4; ++i) QVERIFY(std::abs(f[i].item<double>() - std::pow(10000.0, -2.0 * i / 8)) < 1e-7);
+    for (int i = 0; i < 4; ++i)
+      QVERIFY(std::abs(f[i].item<double>() - std::pow(10000.0, -2.0 * i / 8)) < 1e-7);
   }
   void ropeLlama3Bands() {
-    // Llama 3 scaling (transformers' _compute_llama3_parameters): wavelengths under original/high_freq_factor stay,
-    // over original/low_freq_factor are divided by factor, and in between are interpolated.
+    // Llama 3 scaling (transformers' _compute_llama3_parameters): wavelengths under original/high_freq_factor
+    // stay, over original/low_freq_factor are divided by factor, and in between are interpolated.
     RopeConfig r;
     r.type = "llama3";
     r.theta = 500000;
@@ -26,12 +27,16 @@ class TestModelLayers : public QObject {
     r.low_freq_factor = 1;
     r.high_freq_factor = 4;
     r.original_max_position_embeddings = 64;
-    at::Tensor base = rope_inv_freq(RopeConfig{"default", 500000}, 16);
+    RopeConfig plain;
+    plain.theta = 500000;
+    at::Tensor base = rope_inv_freq(plain, 16);
     at::Tensor f = rope_inv_freq(r, 16);
     for (int i = 0; i < 8; ++i) {
       const double inv = base[i].item<double>(), wavelen = 2 * M_PI / inv, got = f[i].item<double>();
-      if (wavelen < 16) QVERIFY(std::abs(got - inv) < 1e-9);
-      else if (wavelen > 64) QVERIFY(std::abs(got - inv / 8) < 1e-9 * inv);
+      if (wavelen < 16)
+        QVERIFY(std::abs(got - inv) < 1e-9);
+      else if (wavelen > 64)
+        QVERIFY(std::abs(got - inv / 8) < 1e-9 * inv);
       else {
         const double s = (64 / wavelen - 1) / (4 - 1);
         QVERIFY(std::abs(got - ((1 - s) * inv / 8 + s * inv)) < 1e-6 * inv);

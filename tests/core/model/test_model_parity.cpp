@@ -40,7 +40,8 @@ class TestModelParity : public QObject {
 
   void greedy_data() { logits_data(); }
   void greedy() {
-    // transformers' generate(do_sample=False) continuation, recomputed here by full forward passes.
+    // transformers' generate(do_sample=False, min_new_tokens=max_new_tokens) continuation, recomputed here by
+    // full forward passes: the EOS ids are never chosen.
     QFETCH(QString, model);
     const std::string name = model.toStdString();
     auto lm = load_causal_lm(forja_test::fixture_dir(name), {at::kFloat, at::kCPU});
@@ -48,10 +49,18 @@ class TestModelParity : public QObject {
     at::Tensor seq = forja_test::expected(name, "gen_prompt");
     at::Tensor want = forja_test::expected(name, "gen_output");
     while (seq.size(1) < want.size(1)) {
-      at::Tensor next = lm->forward(seq).select(1, seq.size(1) - 1).argmax(-1, true);
+      at::Tensor last = lm->forward(seq).select(1, seq.size(1) - 1);
+      for (int64_t eos : lm->config().eos_token_ids) last.index_fill_(1, at::tensor({eos}), -INFINITY);
+      at::Tensor next = last.argmax(-1, true);
       seq = at::cat({seq, next}, 1);
     }
-    QVERIFY2(at::equal(seq, want), qPrintable(QString::fromStdString(name)));
+    auto text = [](const at::Tensor& ids) {
+      QStringList out;
+      for (int64_t i = 0; i < ids.size(1); ++i) out << QString::number(ids[0][i].item<int64_t>());
+      return out.join(' ');
+    };
+    QVERIFY2(at::equal(seq, want),
+             qPrintable(QString("%1: %2 vs transformers' %3").arg(name.c_str(), text(seq), text(want))));
   }
 
   void dtypes() {

@@ -292,7 +292,7 @@ class TestJinja : public QObject {
 
   void builtin_templates() {
     const auto names = forja::ChatTemplate::builtin_names();
-    for (const char* n : {"chatml", "gpt2", "llama2", "llama3", "mistral", "zephyr"})
+    for (const char* n : {"chatml", "gemma", "gpt2", "llama2", "llama3", "mistral", "zephyr"})
       QVERIFY(std::find(names.begin(), names.end(), n) != names.end());
     QVERIFY_THROWS_EXCEPTION(forja::Error, forja::ChatTemplate::builtin("nope"));
     const auto chatml = forja::ChatTemplate::builtin("chatml");
@@ -300,6 +300,21 @@ class TestJinja : public QObject {
     gen.add_generation_prompt = true;
     QCOMPARE(chatml.render({{"user", "hi"}}, gen).text,
              std::string("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"));
+    // Gemma's: the system prompt opens the first user turn, the assistant speaks as "model", turns are
+    // trimmed.
+    const forja::ChatTemplate gemma(forja::ChatTemplate::builtin_source("gemma"), "built-in gemma", "<bos>",
+                                    "<eos>");
+    QCOMPARE(
+        gemma
+            .render({{"system", "Be brief."}, {"user", " Hi "}, {"assistant", "Hello!\n"}, {"user", "2+2?"}},
+                    gen)
+            .text,
+        std::string("<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!"
+                    "<end_of_turn>\n<start_of_turn>user\n2+2?<end_of_turn>\n<start_of_turn>model\n"));
+    forja::ChatRenderOptions no_prompt;
+    QCOMPARE(gemma.render({{"user", "hi"}}, no_prompt).text,
+             std::string("<bos><start_of_turn>user\nhi<end_of_turn>\n"));
+    QVERIFY_THROWS_EXCEPTION(forja::Error, gemma.render({{"assistant", "first"}}, gen));
   }
 };
 

@@ -1,8 +1,8 @@
 // LoRA training parity with transformers + PEFT on the CPU in fp32. tests/fixtures/make_train_fixtures.py ran
-// PEFT 0.21 on the tiny llama, qwen3 and gpt2 fixture models from fixed initial adapters over fixed batches (20
-// AdamW steps, warmup + cosine / linear schedule, clipping, 2 micro-batches per step) and recorded what it
-// computed; Forja, from the same initial adapter and batches, must compute the same. The bar is a
-// relative error <= 1e-4 (fp32 summation order only).
+// PEFT 0.21 on the tiny llama, qwen3, gemma3, phi3 and gpt2 fixture models from fixed initial adapters over
+// fixed batches (20 AdamW steps, warmup + cosine / linear schedule, clipping, 2 micro-batches per step) and
+// recorded what it computed; Forja, from the same initial adapter and batches, must compute the same. The bar
+// is a relative error <= 1e-4 (fp32 summation order only).
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -85,6 +85,9 @@ class TestLoraParity : public QObject {
     QTest::newRow("llama") << "llama";  // nn.Linear projections, cosine schedule, no clipping needed
     QTest::newRow("gpt2") << "gpt2";    // Conv1D projections, rsLoRA, linear schedule, clipping every step
     QTest::newRow("qwen3") << "qwen3";  // per-head q/k norms between the projections and RoPE, tied head
+    // (1 + w) norms around attention and the MLP, GeGLU, local layers with their own RoPE, scaled embedding
+    QTest::newRow("gemma3") << "gemma3";
+    QTest::newRow("phi3") << "phi3";  // LoRA on the fused qkv_proj and gate_up_proj, longrope's factors
   }
   void trainingMatchesPeft() {
     QFETCH(QString, model);

@@ -72,8 +72,7 @@ int main() {
     // And the public loop on the graph path reproduces transformers' greedy answer.
     forja::Generator gen(engine(load(), true, 0));
     forja::GenerationConfig cfg;
-    cfg.max_new_tokens = 12;  // the fixtures' GEN_NEW
-    cfg.stop_at_eos = false;
+    cfg.max_new_tokens = cfg.min_new_tokens = 12;  // the fixtures' GEN_NEW, EOS suppressed as there
     auto prompt = ids_of(forja_test::expected(name, "gen_prompt"));
     auto r = gen.generate(prompt, cfg);
     prompt.insert(prompt.end(), r.tokens.begin(), r.tokens.end());
