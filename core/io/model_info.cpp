@@ -45,9 +45,13 @@ ModelInfo inspect_model(const fs::path& dir) {
   info.vocab_size = c.vocab_size;
   info.tied_embeddings = c.tie_word_embeddings;
   if (c.family != Family::Gpt2) {
-    info.rope = c.rope.type == "default" ? "theta " + format_number(c.rope.theta)
-                                         : c.rope.type + " ×" + format_number(c.rope.factor) + ", theta " +
-                                               format_number(c.rope.theta);
+    info.rope =
+        c.rope.type == "default" ? "theta " + format_number(c.rope.theta)
+        : c.rope.type == "longrope"
+            ? "longrope from " + std::to_string(c.rope.original_max_position_embeddings) + " tokens, theta " +
+                  format_number(c.rope.theta)
+            : c.rope.type + " ×" + format_number(c.rope.factor) + ", theta " + format_number(c.rope.theta);
+    if (c.rope_local) info.rope += "; local layers theta " + format_number(c.rope_local->theta);
   }
   std::map<std::string, int64_t> bytes_by_dtype;
   for (const auto& f : ckpt.files()) {

@@ -2105,6 +2105,30 @@ commit %2%3</translation>
         <source>The projections that get an adapter, comma-separated, as PEFT names them. This model&apos;s: %1</source>
         <translation>As projeções que recebem um adaptador, separadas por vírgulas, com os nomes que o PEFT lhes dá. As deste modelo: %1</translation>
     </message>
+    <message>
+        <source>none: the Data pane&apos;s held-out fraction</source>
+        <translation>nenhum: a fração reservada no painel Dados</translation>
+    </message>
+    <message>
+        <source>A held-out dataset in the training file&apos;s shape, evaluated every N steps</source>
+        <translation>Um conjunto de dados reservado, no formato do arquivo de treino, avaliado a cada N passos</translation>
+    </message>
+    <message>
+        <source>Stop after this many evaluations without improvement (0: never)</source>
+        <translation>Parar após este número de avaliações sem melhora (0: nunca)</translation>
+    </message>
+    <message>
+        <source>How much lower the eval loss must be to count as an improvement</source>
+        <translation>Quanto menor a perda de avaliação precisa ser para contar como melhora</translation>
+    </message>
+    <message>
+        <source>Eval file:</source>
+        <translation>Arquivo de avaliação:</translation>
+    </message>
+    <message>
+        <source>Early stopping: patience / min. delta:</source>
+        <translation>Parada antecipada: paciência / delta mín.:</translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::TrainWorker</name>

@@ -578,6 +578,9 @@ void TestTrainPane::formShowsARunsWholeConfig() {
   c.grad_accum = 2;
   c.max_length = 640;
   c.eval_every = 11;
+  c.eval_file = "/data/held-out.jsonl";
+  c.early_stopping_patience = 4;
+  c.early_stopping_min_delta = 0.0025;
   c.checkpoint_every = 9;
   c.seed = 1234;
   c.device = "cpu";

@@ -174,6 +174,13 @@ TrainFormField list_field(const char* name, QLineEdit* box, Path... path) {
           }};
 }
 
+// A line of text for a text setting (a file path).
+template <typename... Path>
+TrainFormField line_field(const char* name, QLineEdit* box, Path... path) {
+  return {name, box, [=](TrainConfig& c) { member(c, path...) = box->text().trimmed().toStdString(); },
+          [=](const TrainConfig& c) { box->setText(QString::fromStdString(member(c, path...))); }};
+}
+
 // Two fields on one row of the form.
 QWidget* pair_row(QWidget* left, QWidget* right) {
   auto* row = new QWidget;
@@ -265,6 +272,13 @@ QWidget* TrainPane::build_form() {
   accum_ = int_box(1, 4096, 1);
   max_len_ = int_box(16, 131072, 1024);
   eval_every_ = int_box(0, 1000000, 0);
+  eval_file_ = new QLineEdit;
+  eval_file_->setPlaceholderText(tr("none: the Data pane's held-out fraction"));
+  eval_file_->setToolTip(tr("A held-out dataset in the training file's shape, evaluated every N steps"));
+  patience_ = int_box(0, 100000, 0);
+  patience_->setToolTip(tr("Stop after this many evaluations without improvement (0: never)"));
+  min_delta_ = real_box(0, 100, 0, 4, 0.001);
+  min_delta_->setToolTip(tr("How much lower the eval loss must be to count as an improvement"));
   ckpt_every_ = int_box(0, 1000000, 50);
   seed_ = int_box(0, 2147483647, 42);
   device_ = new QComboBox;
@@ -307,6 +321,8 @@ QWidget* TrainPane::build_form() {
   form->addRow(tr("Batch × accumulation:"), pair_row(batch_, accum_));
   form->addRow(tr("Max length:"), max_len_);
   form->addRow(tr("Eval every (0: never):"), eval_every_);
+  form->addRow(tr("Eval file:"), eval_file_);
+  form->addRow(tr("Early stopping: patience / min. delta:"), pair_row(patience_, min_delta_));
   form->addRow(tr("Checkpoint every:"), ckpt_every_);
   form->addRow(tr("Seed:"), seed_);
   form->addRow(tr("Device / base dtype:"), pair_row(device_, dtype_));
@@ -423,6 +439,9 @@ void TrainPane::bind_form() {
       number_field("trainAccum", accum_, &TrainConfig::grad_accum),
       number_field("trainMaxLength", max_len_, &TrainConfig::max_length),
       number_field("trainEvalEvery", eval_every_, &TrainConfig::eval_every),
+      line_field("trainEvalFile", eval_file_, &TrainConfig::eval_file),
+      number_field("trainPatience", patience_, &TrainConfig::early_stopping_patience),
+      number_field("trainMinDelta", min_delta_, &TrainConfig::early_stopping_min_delta),
       number_field("trainCheckpointEvery", ckpt_every_, &TrainConfig::checkpoint_every),
       number_field("trainSeed", seed_, &TrainConfig::seed),
       text_field("trainDevice", device_, &TrainConfig::device),

@@ -124,9 +124,12 @@ class TrainPane : public Pane {
   QLabel* inputs_;
   QComboBox* preset_;
   QLineEdit* output_dir_;
-  QLineEdit* targets_;  // LoRA target modules, comma-separated
+  QLineEdit* targets_;    // LoRA target modules, comma-separated
+  QLineEdit* eval_file_;  // a held-out dataset; empty: the Data pane's eval fraction of the training file
   QSpinBox *rank_, *steps_, *batch_, *accum_, *max_len_, *warmup_, *eval_every_, *ckpt_every_, *seed_;
-  QSpinBox* workers_;  // data-parallel worker processes: GPUs on cuda, processes on the cpu
+  QSpinBox* patience_;         // early stopping: evals without improvement; 0: off
+  QDoubleSpinBox* min_delta_;  // the improvement that counts
+  QSpinBox* workers_;          // data-parallel worker processes: GPUs on cuda, processes on the cpu
   QDoubleSpinBox *alpha_, *dropout_, *lr_, *weight_decay_, *clip_;
   QComboBox *schedule_, *device_, *dtype_;
   QCheckBox *checkpointing_, *selective_, *base_4bit_, *packing_;

@@ -214,6 +214,12 @@ class TestModelConfig : public QObject {
     QVERIFY(i.tied_embeddings);
     QCOMPARE(i.checkpoint_dtype, std::string("F32"));
     QCOMPARE(i.bf16_weight_bytes, i.parameters * 2);
+    // The RoPE line says what sets these families apart, and the LoRA targets are the family's own.
+    QCOMPARE(inspect_model(kModels / "phi3").rope, std::string("longrope from 64 tokens, theta 10000"));
+    QCOMPARE(inspect_model(kModels / "phi3").lora_targets,
+             (std::vector<std::string>{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}));
+    QCOMPARE(inspect_model(kModels / "gemma3").rope,
+             std::string("linear ×8, theta 1e+06; local layers theta 10000"));
     try {
       inspect_model(kModels / "does-not-exist");
       QFAIL("expected an error");
