@@ -50,6 +50,7 @@ EngineOptions engine_options_from(const Args& args) {
 GenerationConfig generation_config_from(const Args& args) {
   GenerationConfig c;
   c.max_new_tokens = static_cast<int64_t>(number(args, "max-new", 256));
+  c.min_new_tokens = static_cast<int64_t>(number(args, "min-new", 0));
   c.temperature = number(args, "temperature", 0.0);
   c.top_k = static_cast<int64_t>(number(args, "top-k", 0));
   c.top_p = number(args, "top-p", 1.0);
@@ -95,8 +96,8 @@ nlohmann::ordered_json result_json(const GenerationResult& r) {
 }
 
 int run_generate(Args& args) {
-  args.reject_unknown({"device", "dtype", "base-quant", "max-context", "adapter", "max-new", "temperature",
-                       "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
+  args.reject_unknown({"device", "dtype", "base-quant", "max-context", "adapter", "max-new", "min-new",
+                       "temperature", "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
                        "frequency-penalty", "seed", "stop", "prompt", "prompt-ids"});
   const std::string dir = forja::cli::model_dir_arg(args, 0);
   const bool json = args.flag("json");
@@ -184,7 +185,8 @@ int run_generate(Args& args) {
 FORJA_CLI_COMMAND(
     generate, "Generate a continuation of one prompt (streamed; --json for tokens, log-probs, timings)",
     "generate <model-dir|org/name> [--pull] (--prompt-ids 1,2,3 | --prompt TEXT) [--adapter DIR [--compare]] "
-    "[--max-new N] [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty R] "
+    "[--max-new N] [--min-new N] [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repetition-penalty "
+    "R] "
     "[--presence-penalty P] [--frequency-penalty F] [--seed S] [--stop TEXT] [--device cpu|cuda] "
     "[--dtype fp32|bf16|fp16] [--base-quant none|nf4] [--max-context N] [--no-graphs] [--json]",
     forja::cli::run_generate, {"json", "compare", "no-graphs", "pull"});

@@ -1,6 +1,7 @@
 // `forja-cli chat` with piped input, on the demo model: every line starting with / is a command that never
 // reaches the model (the saved conversation holds only what was sent), /save writes the training data's chat
-// shape, /system and /reset change what the next /save holds, and an unknown command says so.
+// shape, /system and /reset change what the next /save holds, and an unknown command says so. And
+// `forja-cli generate --min-new`, which keeps EOS back as transformers' min_new_tokens does.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -78,6 +79,29 @@ class TestCliChat : public QObject {
     QCOMPARE(a["messages"][4]["role"].get<std::string>(), std::string("assistant"));
     // After /reset and removing the system prompt there is nothing left to save.
     QCOMPARE(read_json(second), json::parse(R"({"messages": []})"));
+  }
+
+  void generateMinNewHoldsBackEos() {
+    // The phi3 fixture's prompt and transformers' continuation with min_new_tokens = 12
+    // (tests/fixtures/models/phi3/expected.safetensors: gen_prompt, gen_output): greedy decoding would pick
+    // EOS (id 2) third, so without --min-new the answer ends there.
+    const QString model = QStringLiteral(FORJA_SOURCE_DIR "/tests/fixtures/models/phi3");
+    auto generate = [&](const QStringList& extra) {
+      QProcess p;
+      p.start(QStringLiteral(FORJA_CLI_PATH),
+              QStringList{"generate", model, "--prompt-ids", "238,30,160,139,301,124", "--device", "cpu",
+                          "--dtype", "fp32", "--max-new", "12", "--json"} +
+                  extra);
+      if (!p.waitForFinished(300000)) p.kill();
+      return json::parse(p.readAllStandardOutput().toStdString(), nullptr, false);
+    };
+    const json held = generate({"--min-new", "12"});
+    QVERIFY2(held.is_object(), "no JSON from forja-cli generate");
+    QCOMPARE(held["result"]["tokens"].get<std::vector<int>>(),
+             (std::vector<int>{158, 256, 102, 295, 294, 306, 318, 32, 84, 178, 252, 192}));
+    const json free = generate({});
+    QCOMPARE(free["result"]["tokens"].get<std::vector<int>>(), (std::vector<int>{158, 256, 2}));
+    QCOMPARE(free["result"]["stop"].get<std::string>(), std::string("eos"));
   }
 
   void chatHelpDocumentsPipedCommands() {
