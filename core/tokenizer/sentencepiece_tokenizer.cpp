@@ -1,7 +1,9 @@
 // tokenizer.model through libsentencepiece, with the conventions of HF's LlamaTokenizer on top: special
 // tokens are matched first, the leading "▁" follows `legacy` (every segment) or not (only the start of the
 // text), spaces become "▁", BOS/EOS follow add_bos_token / add_eos_token. The model's own dummy prefix is
-// switched off so that Forja decides where "▁" goes, as HF's converted tokenizer does.
+// switched off so that Forja decides where "▁" goes, as HF's converted tokenizer does; a model whose
+// normalizer collapses whitespace runs as sentencepiece runs it, between the special tokens.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -95,6 +97,32 @@ std::string without_dummy_prefix(const std::string& proto, const std::string& pa
   return out;
 }
 
+// What the model's normalizer_spec (ModelProto field 3) says about whitespace: add_dummy_prefix (3) and
+// remove_extra_whitespaces (4), both true when absent, as in sentencepiece.proto.
+struct WhitespaceRules {
+  bool add_dummy_prefix = true;
+  bool remove_extra_whitespaces = true;
+};
+
+WhitespaceRules whitespace_rules(const std::string& proto) {
+  WhitespaceRules rules;
+  std::string unused;
+  filter_message(proto, unused,
+                 [&](uint32_t field, uint32_t wire, const std::string&, const std::string& in, size_t payload,
+                     uint64_t len, std::string&) {
+                   if (field != 3 || wire != 2) return;
+                   std::string inner_unused;
+                   filter_message(in.substr(payload, len), inner_unused,
+                                  [&](uint32_t f, uint32_t w, const std::string&, const std::string&, size_t,
+                                      uint64_t value, std::string&) {
+                                    if (w != 0) return;
+                                    if (f == 3) rules.add_dummy_prefix = value != 0;
+                                    if (f == 4) rules.remove_extra_whitespaces = value != 0;
+                                  });
+                 });
+  return rules;
+}
+
 std::string token_content(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_object() && v.contains("content") && v["content"].is_string())
@@ -105,14 +133,22 @@ std::string token_content(const json& v) {
 class SentencePieceTokenizer final : public Tokenizer::Impl {
  public:
   SentencePieceTokenizer(const std::string& path, const json& config) : path_(path) {
-    const auto status = sp_.LoadFromSerializedProto(without_dummy_prefix(read_text_file(path), path));
+    // A model that collapses whitespace (sentencepiece's default, nmt_nfkc models) is run as sentencepiece
+    // runs it, normalizer, dummy prefix and all, on each stretch between special tokens: HF's "▁" handling
+    // assumes spaces survive normalization. Others (Llama 2's identity spec) get HF's conventions.
+    const std::string proto = read_text_file(path);
+    const WhitespaceRules rules = whitespace_rules(proto);
+    native_ = rules.remove_extra_whitespaces;
+    const auto status = sp_.LoadFromSerializedProto(native_ ? proto : without_dummy_prefix(proto, path));
     if (!status.ok()) throw_file_error(path, "is not a SentencePiece model: " + status.ToString());
 
     legacy_ = config.is_object() && config.contains("legacy") && config["legacy"].is_boolean()
                   ? config["legacy"].get<bool>()
                   : true;
-    add_prefix_ = !(config.is_object() && config.contains("add_prefix_space") &&
-                    config["add_prefix_space"].is_boolean() && !config["add_prefix_space"].get<bool>());
+    // The leading "▁": tokenizer_config's add_prefix_space when it says, else the model's own dummy prefix.
+    const bool configured = !native_ && config.is_object() && config.contains("add_prefix_space") &&
+                            config["add_prefix_space"].is_boolean();
+    add_prefix_ = configured ? config["add_prefix_space"].get<bool>() : rules.add_dummy_prefix;
     add_bos_ = config.is_object() ? config.value("add_bos_token", true) : true;
     add_eos_ = config.is_object() ? config.value("add_eos_token", false) : false;
 
@@ -149,6 +185,10 @@ class SentencePieceTokenizer final : public Tokenizer::Impl {
                : std::optional<TokenId>(sp_.eos_id());
     if (bos_ && *bos_ < 0) bos_.reset();
     if (eos_ && *eos_ < 0) eos_.reset();
+    // A tokenizer.model alone names its special tokens itself (tokenizer_config.json, when there, decides).
+    if (bos_) info.bos_token = sp_.IdToPiece(*bos_);
+    if (eos_) info.eos_token = sp_.IdToPiece(*eos_);
+    if (sp_.unk_id() >= 0) info.unk_token = sp_.IdToPiece(sp_.unk_id());
 
     auto seq = std::make_unique<SequenceDecoder>();
     auto replace = std::make_unique<ReplaceDecoder>();
@@ -172,6 +212,10 @@ class SentencePieceTokenizer final : public Tokenizer::Impl {
     for (const auto& seg : added_.split(text, false)) {
       if (seg.id) {
         push(enc, *seg.id, seg.begin, seg.end, want_spans);
+        continue;
+      }
+      if (native_) {
+        encode_native(text.substr(seg.begin, seg.end - seg.begin), seg.begin, enc, want_spans);
         continue;
       }
       // What is handed to sentencepiece, and for each of its bytes the input offset it came from.
@@ -258,11 +302,24 @@ class SentencePieceTokenizer final : public Tokenizer::Impl {
     if (spans) enc.spans.push_back({b, e});
   }
 
+  // One stretch of text as sentencepiece itself encodes it; its spans map the pieces back to the input.
+  void encode_native(std::string_view part, size_t offset, Encoding& enc, bool want_spans) const {
+    std::vector<int> ids;
+    std::vector<std::pair<size_t, size_t>> spans;
+    const auto status = sp_.EncodeWithSpans(part, &ids, &spans);
+    if (!status.ok()) throw Error(path_ + ": sentencepiece failed to encode: " + status.ToString());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const size_t b = std::min(spans[i].first, part.size()), e = std::min(spans[i].second, part.size());
+      push(enc, ids[i], offset + b, offset + std::max(b, e), want_spans);
+    }
+  }
+
   std::string path_;
   SpProcessor sp_;
   AddedVocab added_;
   DecoderPtr decoder_;
   bool legacy_ = true, add_prefix_ = true, add_bos_ = true, add_eos_ = false;
+  bool native_ = false;  // sentencepiece's own normalization and whitespace rules (encode_native)
   std::optional<TokenId> bos_, eos_;
 };
 

@@ -16,11 +16,13 @@ namespace {
 namespace fs = std::filesystem;
 
 using Sink = void (*)(void*, const int*, size_t);
+using SpanSink = void (*)(void*, const int*, const unsigned*, const unsigned*, size_t);
 
 struct ShimApi {
   void* (*load)(const char*, size_t, char*, size_t) = nullptr;
   void (*free)(void*) = nullptr;
   int (*encode)(const void*, const char*, size_t, Sink, void*, char*, size_t) = nullptr;
+  int (*encode_spans)(const void*, const char*, size_t, SpanSink, void*, char*, size_t) = nullptr;
   int (*piece_size)(const void*) = nullptr;
   const char* (*id_to_piece)(const void*, int, size_t*) = nullptr;
   int (*piece_to_id)(const void*, const char*, size_t) = nullptr;
@@ -32,7 +34,8 @@ struct ShimApi {
 
 constexpr const char* kShimName = "libforja_sentencepiece.so";
 
-// The sanitizer runtimes refuse RTLD_DEEPBIND; a sanitizer build has no LibTorch, so no second protobuf to avoid.
+// The sanitizer runtimes refuse RTLD_DEEPBIND; a sanitizer build has no LibTorch, so no second protobuf to
+// avoid.
 #if defined(__SANITIZE_ADDRESS__)
 #define FORJA_SP_ASAN 1
 #elif defined(__has_feature)
@@ -88,6 +91,7 @@ const ShimApi& api() {
       bind(a.load, "forja_sp_load");
       bind(a.free, "forja_sp_free");
       bind(a.encode, "forja_sp_encode");
+      bind(a.encode_spans, "forja_sp_encode_spans");
       bind(a.piece_size, "forja_sp_piece_size");
       bind(a.id_to_piece, "forja_sp_id_to_piece");
       bind(a.piece_to_id, "forja_sp_piece_to_id");
@@ -127,6 +131,25 @@ SpProcessor::Status SpProcessor::Encode(std::string_view text, std::vector<int>*
     static_cast<std::vector<int>*>(ctx)->assign(v, v + n);
   };
   if (api().encode(sp_, text.data(), text.size(), sink, ids, err, sizeof(err)) != 0)
+    return {std::string(err)};
+  return {};
+}
+
+SpProcessor::Status SpProcessor::EncodeWithSpans(std::string_view text, std::vector<int>* ids,
+                                                 std::vector<std::pair<size_t, size_t>>* spans) const {
+  char err[512] = {};
+  ids->clear();
+  spans->clear();
+  struct Out {
+    std::vector<int>* ids;
+    std::vector<std::pair<size_t, size_t>>* spans;
+  } out{ids, spans};
+  const SpanSink sink = [](void* ctx, const int* v, const unsigned* b, const unsigned* e, size_t n) {
+    auto* o = static_cast<Out*>(ctx);
+    o->ids->assign(v, v + n);
+    for (size_t i = 0; i < n; ++i) o->spans->emplace_back(b[i], e[i]);
+  };
+  if (api().encode_spans(sp_, text.data(), text.size(), sink, &out, err, sizeof(err)) != 0)
     return {std::string(err)};
   return {};
 }

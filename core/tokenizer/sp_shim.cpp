@@ -66,6 +66,31 @@ __attribute__((visibility("default"))) int forja_sp_encode(const void* sp, const
   }
 }
 
+// The same with each piece's byte span in `text` (sentencepiece maps normalized pieces back to the input).
+using forja_sp_span_sink = void (*)(void* ctx, const int* ids, const unsigned* begins, const unsigned* ends,
+                                    size_t count);
+
+__attribute__((visibility("default"))) int forja_sp_encode_spans(const void* sp, const char* text, size_t len,
+                                                                 forja_sp_span_sink sink, void* ctx,
+                                                                 char* err, size_t err_len) {
+  try {
+    const auto spt = static_cast<const sentencepiece::SentencePieceProcessor*>(sp)->EncodeAsImmutableProto(
+        std::string_view(text, len));
+    std::vector<int> ids;
+    std::vector<unsigned> begins, ends;
+    for (const auto& piece : spt.pieces()) {
+      ids.push_back(static_cast<int>(piece.id()));
+      begins.push_back(piece.begin());
+      ends.push_back(piece.end());
+    }
+    sink(ctx, ids.data(), begins.data(), ends.data(), ids.size());
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(err, err_len, e.what());
+    return 1;
+  }
+}
+
 __attribute__((visibility("default"))) int forja_sp_piece_size(const void* sp) {
   return static_cast<const sentencepiece::SentencePieceProcessor*>(sp)->GetPieceSize();
 }

@@ -46,10 +46,16 @@ void fill_info(TokenizerInfo& info, const Tokenizer::Impl& impl, const json& con
       v = token_content(smap, key);
     return v;
   };
-  info.bos_token = pick("bos_token");
-  info.eos_token = pick("eos_token");
-  info.unk_token = pick("unk_token");
-  info.pad_token = pick("pad_token");
+  // A key neither file names keeps what the tokenizer file itself says (a tokenizer.model's own pieces).
+  auto set = [&](std::optional<std::string>& field, const char* key) {
+    const bool named =
+        (config.is_object() && config.contains(key)) || (smap.is_object() && smap.contains(key));
+    if (auto v = pick(key); v || named) field = v;
+  };
+  set(info.bos_token, "bos_token");
+  set(info.eos_token, "eos_token");
+  set(info.unk_token, "unk_token");
+  set(info.pad_token, "pad_token");
   auto id_of = [&](const std::optional<std::string>& t) -> std::optional<TokenId> {
     if (!t) return std::nullopt;
     return impl.piece_to_id(*t);

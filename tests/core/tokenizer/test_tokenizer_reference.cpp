@@ -131,11 +131,13 @@ class TestTokenizerReference : public QObject {
         } else {
           continue;  // HF's own ids, so HF's decodes stand
         }
-        // sentencepiece round-trips every string here (sp_raw_dec_diff is empty); "<s>" then joins the text
-        // with the separator HF's decoder used for the other tokenizer.model (dec_bos_sep).
+        // What sentencepiece decodes (the input itself unless its normalizer changed it: sp_raw_dec_diff);
+        // "<s>" then joins the text with the separator HF's decoder used (dec_bos_sep).
+        const json& raw_dec = e.record["sp_raw_dec_diff"];
+        const std::string text = raw_dec.contains(k) ? raw_dec[k].get<std::string>() : corpus_[i];
         e.decoded[i] = e.record["meta"]["bos_token"].get<std::string>() +
-                       e.record["dec_bos_sep"].get<std::string>() + corpus_[i];
-        e.decoded_skip[i] = corpus_[i];
+                       e.record["dec_bos_sep"].get<std::string>() + text;
+        e.decoded_skip[i] = text;
       }
       // 1,630 strings differ between transformers 5 and sentencepiece; at most the ~300 with special text are
       // out.
@@ -171,6 +173,56 @@ class TestTokenizerReference : public QObject {
         " decode(skip_special) of " + std::to_string(corpus_.size() - skipped) + first;
     qInfo("%s", summary.c_str());
     QVERIFY2(bad == 0 && bad_plain == 0 && bad_dec == 0 && bad_skip == 0, summary.c_str());
+  }
+
+  void sentencepiece_normalizers_data() {
+    QTest::addColumn<QString>("name");
+    for (const char* n : {"nmt_nfkc", "nfkc_cf", "identity_no_prefix"}) QTest::newRow(n) << n;
+  }
+
+  // A tokenizer.model alone whose normalizer is not Llama 2's: NFKC maps (with case folding), whitespace
+  // runs collapsed and trimmed, or no dummy prefix. The reference is sentencepiece itself (make.sh beside
+  // the fixtures), plus the BOS it adds; strings with "<s>", "</s>" or "<unk>" are left out, because
+  // sentencepiece alone does not split special-token text out.
+  void sentencepiece_normalizers() {
+    QFETCH(QString, name);
+    const std::string dir = forja::test::tokenizer_fixtures() + "/sentencepiece/" + name.toStdString();
+    const json ref = forja::test::read_fixture_json(dir + "/expected.json");
+    const forja::Tokenizer tok = forja::Tokenizer::load(dir);
+    QVERIFY(tok.info().bos_id.has_value());
+    size_t compared = 0, bad = 0;
+    std::string first;
+    for (size_t i = 0; i < corpus_.size(); ++i) {
+      const std::string& s = corpus_[i];
+      if (s.find("<s>") != std::string::npos || s.find("</s>") != std::string::npos ||
+          s.find("<unk>") != std::string::npos)
+        continue;
+      ++compared;
+      const std::vector<TokenId> want = as_ids(ref["ids"][i]);
+      const std::string k = std::to_string(i);
+      const std::string decoded = ref["decoded"].contains(k) ? ref["decoded"][k].get<std::string>() : s;
+      std::vector<TokenId> with_bos = {*tok.info().bos_id};
+      with_bos.insert(with_bos.end(), want.begin(), want.end());
+      const auto ids = tok.encode(s, false);
+      if (ids != want || tok.encode(s) != with_bos || tok.decode(ids) != decoded) {
+        if (bad++ < 5)
+          first += "\n  #" + k + " \"" + s + "\": ours " + show(ids) + " sentencepiece " + show(want) +
+                   ", decoded \"" + tok.decode(ids) + "\" vs \"" + decoded + "\"";
+      }
+      // The spans stay ordered and inside the text, as the assistant mask needs them.
+      const forja::Encoding enc = tok.encode_with_spans(s, false);
+      QCOMPARE(enc.ids, ids);
+      size_t last = 0;
+      for (const auto& sp : enc.spans) {
+        QVERIFY(sp.begin <= sp.end && sp.end <= s.size() && sp.begin >= last);
+        last = sp.begin;
+      }
+    }
+    const std::string summary = name.toStdString() + ": " + std::to_string(bad) + " of " +
+                                std::to_string(compared) + " strings differ from sentencepiece" + first;
+    qInfo("%s", summary.c_str());
+    QVERIFY(compared > corpus_.size() * 4 / 5);
+    QVERIFY2(bad == 0, summary.c_str());
   }
 
   void pieces_match_hf_data() { corpus_matches_hf_data(); }
