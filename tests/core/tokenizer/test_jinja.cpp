@@ -292,7 +292,7 @@ class TestJinja : public QObject {
 
   void builtin_templates() {
     const auto names = forja::ChatTemplate::builtin_names();
-    for (const char* n : {"chatml", "gemma", "gpt2", "llama2", "llama3", "mistral", "zephyr"})
+    for (const char* n : {"chatml", "gemma", "gpt2", "llama2", "llama3", "mistral", "phi3", "zephyr"})
       QVERIFY(std::find(names.begin(), names.end(), n) != names.end());
     QVERIFY_THROWS_EXCEPTION(forja::Error, forja::ChatTemplate::builtin("nope"));
     const auto chatml = forja::ChatTemplate::builtin("chatml");
@@ -315,6 +315,14 @@ class TestJinja : public QObject {
     QCOMPARE(gemma.render({{"user", "hi"}}, no_prompt).text,
              std::string("<bos><start_of_turn>user\nhi<end_of_turn>\n"));
     QVERIFY_THROWS_EXCEPTION(forja::Error, gemma.render({{"assistant", "first"}}, gen));
+    // Phi-3's: a marker per role, every turn closed by <|end|>, EOS after a finished conversation.
+    const forja::ChatTemplate phi3(forja::ChatTemplate::builtin_source("phi3"), "built-in phi3", "<s>",
+                                   "<|endoftext|>");
+    QCOMPARE(phi3.render({{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}}, no_prompt).text,
+             std::string("<|system|>\nBe brief.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n"
+                         "<|endoftext|>"));
+    QCOMPARE(phi3.render({{"user", "2+2?"}}, gen).text,
+             std::string("<|user|>\n2+2?<|end|>\n<|assistant|>\n"));
   }
 };
 

@@ -11,6 +11,7 @@
 
 #include "added_vocab.h"
 #include "fixture_util.h"
+#include "forja/chat_template.h"
 #include "forja/error.h"
 #include "forja/tokenizer.h"
 #include "pipeline.h"
@@ -121,6 +122,28 @@ class TestTokenizerParts : public QObject {
     const auto tok = f.load(j);
     QCOMPARE(tok.encode("a\xE2\x82\xAC"), (Ids{0, 8, 9, 10}));
     QCOMPARE(tok.encode("d"), (Ids{6}));  // no <0x64> token: unk
+  }
+
+  void family_template_from_special_tokens() {
+    // A folder without a chat template gets the built-in one of the family its special tokens name.
+    Files f;
+    auto with = [&](std::initializer_list<const char*> pieces) {
+      json j = toy(json::array({"a b"}));
+      int id = 11;
+      for (const char* p : pieces)
+        j["added_tokens"].push_back({{"id", id++},
+                                     {"content", p},
+                                     {"special", true},
+                                     {"lstrip", false},
+                                     {"rstrip", false},
+                                     {"normalized", false},
+                                     {"single_word", false}});
+      return forja::ChatTemplate::for_tokenizer(f.load(j)).origin();
+    };
+    QCOMPARE(with({"<start_of_turn>", "<end_of_turn>"}), std::string("built-in gemma"));
+    QCOMPARE(with({"<|user|>", "<|assistant|>", "<|end|>"}), std::string("built-in phi3"));
+    QCOMPARE(with({"<|user|>", "<|assistant|>"}), std::string("built-in zephyr"));
+    QCOMPARE(with({"<|im_start|>", "<|im_end|>"}), std::string("built-in chatml"));
   }
 
   void added_tokens_with_lstrip_and_rstrip() {
