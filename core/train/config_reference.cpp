@@ -71,6 +71,8 @@ std::vector<ConfigKey> make_table() {
       k("", "max_length", "integer", "in [2, 1048576]",
         "Tokens per example (longer ones are cut) and per packed row."),
       k("", "max_steps", "integer", "at least 1", "Optimizer steps to train."),
+      k("", "epochs", "number", "in [0, 1000000]",
+        "Passes over the training rows instead of max_steps, rounded up to whole steps; 0: use max_steps."),
       k("", "grad_accum", "integer", "in [1, 65536]", "Micro-batches per optimizer step."),
       k("", "activation_checkpointing", "boolean", "true, false",
         "Recompute each block in backward: less memory, about a third more compute."),

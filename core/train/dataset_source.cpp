@@ -21,7 +21,18 @@ namespace {
 class DatasetSource final : public BatchSource {
  public:
   DatasetSource(std::vector<Example> examples, const BatchOptions& options)
-      : examples_(std::move(examples)), stream_(examples_, options) {}
+      : examples_(std::move(examples)), stream_(examples_, options) {
+    // Packing puts several examples in a row: count the rows one pass in file order fills.
+    if (!options.packing) {
+      rows_ = static_cast<int64_t>(examples_.size());
+      return;
+    }
+    BatchOptions once = options;
+    once.shuffle = false;
+    once.full_rows = false;
+    for (const Batch& b : batches_in_order(examples_, once)) rows_ += b.rows;
+  }
+  int64_t rows_per_epoch() const override { return rows_; }
   Batch next() override { return trim_padding(stream_.next()); }
   std::string cursor() const override { return stream_.cursor().to_json(); }
   void seek(const std::string& cursor) override {
@@ -38,6 +49,7 @@ class DatasetSource final : public BatchSource {
  private:
   std::vector<Example> examples_;
   BatchStream stream_;
+  int64_t rows_ = 0;
 };
 
 RecordFormat record_format(const std::string& name) {

@@ -19,6 +19,8 @@ class BatchSource {
   virtual Batch next() = 0;  // endless: epochs follow each other
   virtual std::string cursor() const = 0;
   virtual void seek(const std::string& cursor) = 0;  // throws forja::Error for a cursor of other data
+  // The rows one pass over the data fills (examples, or packed rows when several share one).
+  virtual int64_t rows_per_epoch() const = 0;
 };
 
 struct TokenizedExample {
@@ -46,6 +48,7 @@ class TokenizedJsonlSource final : public BatchSource {
   std::string cursor() const override;
   void seek(const std::string& cursor) override;
   size_t size() const { return examples_.size(); }
+  int64_t rows_per_epoch() const override { return static_cast<int64_t>(examples_.size()); }
 
  private:
   void shuffle_epoch();

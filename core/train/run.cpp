@@ -193,8 +193,8 @@ void save_final_adapter(const LoraAdapters& adapters, const fs::path& out, const
   fs::remove_all(old, ec);
 }
 
-// Adapters that are no longer finite (a huge learning rate) must never reach a checkpoint: the last finite one
-// stays the newest.
+// Adapters that are no longer finite (a huge learning rate) must never reach a checkpoint: the last finite
+// one stays the newest.
 bool adapters_finite(const LoraAdapters& adapters) {
   at::NoGradGuard no_grad;
   for (const at::Tensor& p : adapters.parameters())
@@ -234,11 +234,12 @@ std::shared_ptr<OutputDirLock> lock_output_dir(const std::string& output_dir) {
     char pid[32] = {};
     const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
     ::close(fd);
-    throw_file_error(output_dir,
-                     "another training run" +
-                         (n > 0 ? " (process " + std::string(pid, static_cast<size_t>(n)) + ")" : std::string()) +
-                         " is writing to this folder",
-                     "Wait for it to end or pause it, or give this run another output_dir.");
+    throw_file_error(
+        output_dir,
+        "another training run" +
+            (n > 0 ? " (process " + std::string(pid, static_cast<size_t>(n)) + ")" : std::string()) +
+            " is writing to this folder",
+        "Wait for it to end or pause it, or give this run another output_dir.");
   }
   const std::string me = std::to_string(::getpid());
   // The pid only feeds the message above; the lock is held whether or not it could be written (a full disk).
@@ -353,10 +354,11 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
   auto checkpoint = [&]() {
     if (!writes) return std::string();
     if (!adapters_finite(*adapters))
-      throw Error("the adapter's weights are no longer finite after step " + std::to_string(state.step) +
-                      (result.last_checkpoint.empty() ? std::string()
-                                                      : "; the last finite checkpoint is " + result.last_checkpoint),
-                  "Lower the learning rate (and keep max_grad_norm on), then start a new run.");
+      throw Error(
+          "the adapter's weights are no longer finite after step " + std::to_string(state.step) +
+              (result.last_checkpoint.empty() ? std::string()
+                                              : "; the last finite checkpoint is " + result.last_checkpoint),
+          "Lower the learning rate (and keep max_grad_norm on), then start a new run.");
     state.data_cursor = data.cursor();
     const fs::path p = retrying([&] {
       return save_run_checkpoint(ckpt_root, *adapters, trainer.optimizer(), state, config.model_dir,
@@ -505,7 +507,23 @@ TrainResult run_training_from_files(const TrainConfig& config, const RunHooks& h
   const ModelConfig model = parse_model_config(fs::path(config.model_dir) / "config.json");
   TrainingData data = load_training_data(config, model.vocab_size);
   if (hooks.on_message) hooks.on_message(data.summary);
-  return run_training(config, *data.train, data.eval, hooks);
+  if (config.epochs <= 0) return run_training(config, *data.train, data.eval, hooks);
+  TrainConfig by_epochs = config;
+  by_epochs.max_steps = steps_for_epochs(config, data.train->rows_per_epoch(),
+                                         hooks.data_parallel ? hooks.data_parallel->world_size() : 1);
+  if (hooks.on_message)
+    hooks.on_message("epochs: " + nlohmann::json(config.epochs).dump() + " of " +
+                     std::to_string(data.train->rows_per_epoch()) +
+                     " rows = " + std::to_string(by_epochs.max_steps) + " steps");
+  return run_training(by_epochs, *data.train, data.eval, hooks);
+}
+
+int64_t steps_for_epochs(const TrainConfig& config, int64_t rows_per_epoch, int world_size) {
+  const double rows_per_step = static_cast<double>(config.batch_size) *
+                               static_cast<double>(config.grad_accum) *
+                               static_cast<double>(std::max(1, world_size));
+  const double steps = std::ceil(config.epochs * static_cast<double>(rows_per_epoch) / rows_per_step);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::min(steps, 1e12)));
 }
 
 }  // namespace forja::train

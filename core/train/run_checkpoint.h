@@ -41,8 +41,8 @@ std::filesystem::path save_run_checkpoint(const std::filesystem::path& root, con
                                           const AdamW& optimizer, const RunState& state,
                                           const std::string& base_model, int64_t keep);
 
-// What crashed saves left under `root` (the caller holds the output folder's lock): unfinished temporaries and
-// retired copies go, a checkpoint caught between the two renames of a re-save comes back.
+// What crashed saves left under `root` (the caller holds the output folder's lock): unfinished temporaries
+// and retired copies go, a checkpoint caught between the two renames of a re-save comes back.
 void tidy_checkpoint_root(const std::filesystem::path& root);
 
 // Empty when `dir` is a complete checkpoint whose files match its manifest; else what is wrong.

@@ -130,6 +130,7 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   r.get("batch_size", c.batch_size);
   r.get("max_length", c.max_length);
   r.get("max_steps", c.max_steps);
+  r.get("epochs", c.epochs);
   r.get("grad_accum", c.grad_accum);
   r.get("activation_checkpointing", c.activation_checkpointing);
   r.get("selective_checkpointing", c.selective_checkpointing);
@@ -186,6 +187,7 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   r.finish();
   if (c.model_dir.empty()) r.fail("\"model_dir\" is required");
   r.check(c.max_steps >= 1, "max_steps", "positive", c.max_steps);
+  r.check(std::isfinite(c.epochs) && c.epochs >= 0 && c.epochs <= 1e6, "epochs", "in [0, 1000000]", c.epochs);
   r.check(c.batch_size >= 1, "batch_size", "positive", c.batch_size);
   // Every micro-batch of a step is built before the backward passes, so grad_accum bounds memory too.
   r.check(c.grad_accum >= 1 && c.grad_accum <= kMaxGradAccum, "grad_accum",
@@ -238,6 +240,7 @@ std::string train_config_to_json(const TrainConfig& c) {
             {"batch_size", c.batch_size},
             {"max_length", c.max_length},
             {"max_steps", c.max_steps},
+            {"epochs", c.epochs},
             {"grad_accum", c.grad_accum},
             {"activation_checkpointing", c.activation_checkpointing},
             {"selective_checkpointing", c.selective_checkpointing},

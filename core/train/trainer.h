@@ -53,7 +53,8 @@ class Trainer {
   // Activation checkpointing on or off from the next step (the out-of-memory probe tries both).
   void set_recompute(bool on) { recompute_ = on; }
   bool recompute() const { return recompute_; }
-  // Selective activation checkpointing (ForwardOptions::selective_checkpointing): cheap ops recomputed, GEMMs not.
+  // Selective activation checkpointing (ForwardOptions::selective_checkpointing): cheap ops recomputed, GEMMs
+  // not.
   void set_selective_checkpointing(bool on) { selective_ = on; }
   bool selective_checkpointing() const { return selective_; }
 

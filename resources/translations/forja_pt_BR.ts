@@ -1787,10 +1787,6 @@ commit %2%3</translation>
         <translation>Limitar norma do gradiente em:</translation>
     </message>
     <message>
-        <source>Steps:</source>
-        <translation>Passos:</translation>
-    </message>
-    <message>
         <source>Batch × accumulation:</source>
         <translation>Lote × acumulação:</translation>
     </message>
@@ -2128,6 +2124,14 @@ commit %2%3</translation>
     <message>
         <source>Early stopping: patience / min. delta:</source>
         <translation>Parada antecipada: paciência / delta mín.:</translation>
+    </message>
+    <message>
+        <source>Passes over the training data; when above 0 they set the steps (rounded up)</source>
+        <translation>Passagens pelos dados de treino; acima de 0, definem os passos (arredondados para cima)</translation>
+    </message>
+    <message>
+        <source>Steps / epochs (0: steps):</source>
+        <translation>Passos / épocas (0: passos):</translation>
     </message>
 </context>
 <context>

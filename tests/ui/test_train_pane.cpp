@@ -574,6 +574,7 @@ void TestTrainPane::formShowsARunsWholeConfig() {
   c.optimizer.schedule = forja::LrSchedule::Linear;
   c.optimizer.warmup_steps = 7;
   c.max_steps = 33;
+  c.epochs = 2.5;
   c.batch_size = 3;
   c.grad_accum = 2;
   c.max_length = 640;

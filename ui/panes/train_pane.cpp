@@ -268,6 +268,8 @@ QWidget* TrainPane::build_form() {
   schedule_ = new QComboBox;
   warmup_ = int_box(0, 100000, 0);
   steps_ = int_box(1, 10000000, 100);
+  epochs_ = real_box(0, 1000, 0, 2, 0.5);
+  epochs_->setToolTip(tr("Passes over the training data; when above 0 they set the steps (rounded up)"));
   batch_ = int_box(1, 4096, 4);
   accum_ = int_box(1, 4096, 1);
   max_len_ = int_box(16, 131072, 1024);
@@ -317,7 +319,7 @@ QWidget* TrainPane::build_form() {
   form->addRow(tr("Schedule / warmup steps:"), pair_row(schedule_, warmup_));
   form->addRow(tr("Weight decay:"), weight_decay_);
   form->addRow(tr("Clip grad norm at:"), clip_);
-  form->addRow(tr("Steps:"), steps_);
+  form->addRow(tr("Steps / epochs (0: steps):"), pair_row(steps_, epochs_));
   form->addRow(tr("Batch × accumulation:"), pair_row(batch_, accum_));
   form->addRow(tr("Max length:"), max_len_);
   form->addRow(tr("Eval every (0: never):"), eval_every_);
@@ -435,6 +437,7 @@ void TrainPane::bind_form() {
                    &OptimizerSettings::schedule),
       number_field("trainWarmup", warmup_, &TrainConfig::optimizer, &OptimizerSettings::warmup_steps),
       number_field("trainSteps", steps_, &TrainConfig::max_steps),
+      number_field("trainEpochs", epochs_, &TrainConfig::epochs),
       number_field("trainBatch", batch_, &TrainConfig::batch_size),
       number_field("trainAccum", accum_, &TrainConfig::grad_accum),
       number_field("trainMaxLength", max_len_, &TrainConfig::max_length),

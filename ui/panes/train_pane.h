@@ -129,6 +129,7 @@ class TrainPane : public Pane {
   QSpinBox *rank_, *steps_, *batch_, *accum_, *max_len_, *warmup_, *eval_every_, *ckpt_every_, *seed_;
   QSpinBox* patience_;         // early stopping: evals without improvement; 0: off
   QDoubleSpinBox* min_delta_;  // the improvement that counts
+  QDoubleSpinBox* epochs_;     // passes over the data instead of steps; 0: the steps field decides
   QSpinBox* workers_;          // data-parallel worker processes: GPUs on cuda, processes on the cpu
   QDoubleSpinBox *alpha_, *dropout_, *lr_, *weight_decay_, *clip_;
   QComboBox *schedule_, *device_, *dtype_;

@@ -67,7 +67,10 @@ struct TrainConfig {
   std::string init_adapter;
   OptimizerSettings optimizer;
   int64_t max_steps = 100;  // optimizer steps
-  int64_t grad_accum = 1;   // micro-batches per optimizer step
+  // > 0: train this many passes over the training rows instead; max_steps is then derived from the data
+  // (rounded up to whole steps) when the run starts.
+  double epochs = 0;
+  int64_t grad_accum = 1;  // micro-batches per optimizer step
   bool activation_checkpointing = false;
   // Recompute only the cheap memory-bound parts of each block (norms, RoPE, activations) in backward and keep
   // the GEMM outputs; lighter than activation_checkpointing, which recomputes whole blocks.

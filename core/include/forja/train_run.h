@@ -56,4 +56,8 @@ struct RunHooks {
 // template, or pre-tokenized JSONL. The data summary goes to on_message first.
 TrainResult run_training_from_files(const TrainConfig& config, const RunHooks& hooks = {});
 
+// The optimizer steps `config.epochs` passes over `rows_per_epoch` rows take: batch_size × grad_accum rows
+// per worker and step, rounded up, at least 1.
+int64_t steps_for_epochs(const TrainConfig& config, int64_t rows_per_epoch, int world_size);
+
 }  // namespace forja::train

@@ -262,6 +262,38 @@ class TestTrainDataset : public QObject {
              (std::to_string(packed.tokens[0]) + " of " + std::to_string(packed.positions[0])).c_str());
   }
 
+  void epochsSetTheSteps() {
+    // 40 records, 4 rows per micro-batch, 2 micro-batches per step: 1.5 epochs are 60 rows, 7.5 steps, so 8.
+    forja_test::TempFiles files;
+    std::string lines;
+    for (int i = 0; i < 40; ++i)
+      lines += "{\"instruction\": \"Count to " + std::to_string(i) + "\", \"output\": \"" +
+               std::to_string(i) + "\"}\n";
+    auto c = base_config(model_, files.dir() / "plain");
+    c.train_file = files.write("short.jsonl", lines).string();
+    c.eval_fraction = 0;
+    c.grad_accum = 2;
+    c.max_steps = 1000;  // epochs decide
+    c.epochs = 1.5;
+    c.checkpoint_every = 0;
+    Trace plain = train(c);
+    QCOMPARE(plain.result.steps_done, int64_t{8});
+    QCOMPARE(plain.loss.size(), size_t{8});
+    QVERIFY(std::find(plain.messages.begin(), plain.messages.end(), "epochs: 1.5 of 40 rows = 8 steps") !=
+            plain.messages.end());
+    // Packed, an epoch is the rows the examples fill together: fewer of them, so fewer steps.
+    c.output_dir = (files.dir() / "packed").string();
+    c.packing = true;
+    Trace packed = train(c);
+    QVERIFY2(packed.result.steps_done < 8, std::to_string(packed.result.steps_done).c_str());
+    QVERIFY(packed.result.steps_done >= 1);
+    // Workers share the rows: two workers take half the steps (rounded up).
+    c.packing = false;
+    QCOMPARE(forja::train::steps_for_epochs(c, 40, 2), int64_t{4});
+    c.epochs = 0.01;
+    QCOMPARE(forja::train::steps_for_epochs(c, 40, 1), int64_t{1});  // at least one step
+  }
+
   void badRecordsStopOrAreSkipped() {
     forja_test::TempFiles files;
     const std::string good = R"({"instruction": "Say hi", "output": "hi"})";
