@@ -49,7 +49,7 @@ double mean(const std::vector<double>& values) {
   return std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
 }
 
-ChatReply make_reply(const forja::GenerationResult& r) {
+ChatReply make_reply(const forja::GenerationResult& r, int64_t max_context) {
   ChatReply reply;
   reply.text = QString::fromStdString(r.text);
   reply.stop = r.stop;
@@ -59,6 +59,8 @@ ChatReply make_reply(const forja::GenerationResult& r) {
   reply.first_token_seconds = r.stats.first_token_seconds;
   reply.tokens_per_second = r.stats.decode_tokens_per_second();
   reply.mean_logprob = mean(r.logprobs);
+  reply.context_tokens = r.stats.prompt_tokens + r.stats.new_tokens;
+  reply.max_context = max_context;
   return reply;
 }
 
@@ -180,7 +182,7 @@ void ChatWorker::send(const QString& text, const QString& system_prompt,
             },
             &cancel_);
         out.flush();
-        Q_EMIT answered(make_reply(r));
+        Q_EMIT answered(make_reply(r, session_->generator().facts().max_context));
       },
       [this](const QString& message, const QString& hint) { Q_EMIT generation_failed(message, hint); });
 }
@@ -213,8 +215,9 @@ void ChatWorker::compare(const QString& text, const QString& system_prompt,
         base_out.flush();
         adapted_out.flush();
         CompareReply reply;
-        reply.base = make_reply(c.base);
-        reply.adapted = make_reply(c.adapted);
+        const int64_t context = session_->generator().facts().max_context;
+        reply.base = make_reply(c.base, context);
+        reply.adapted = make_reply(c.adapted, context);
         reply.base_under_adapter = mean(c.base_under_adapter);
         reply.adapted_under_base = mean(c.adapted_under_base);
         Q_EMIT compared(reply);

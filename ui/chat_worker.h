@@ -28,6 +28,10 @@ struct ChatReply {
   double first_token_seconds = 0;
   double tokens_per_second = 0;
   double mean_logprob = 0;  // per token, under the model that wrote it; 0 when there are no tokens
+  // The conversation's tokens after this answer (prompt and answer), against the context the model was
+  // loaded with.
+  qint64 context_tokens = 0;
+  qint64 max_context = 0;
 };
 
 // One prompt answered by the base model and by the fine-tuned one, each answer scored under both.

@@ -491,6 +491,10 @@ Ajustado: %2</translation>
         <source>stopped by you</source>
         <translation>interrompida por você</translation>
     </message>
+    <message>
+        <source>context %1 of %2 tokens</source>
+        <translation>contexto: %1 de %2 tokens</translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::ChatWorker</name>

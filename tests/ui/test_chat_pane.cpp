@@ -308,6 +308,12 @@ void TestChatPane::streamsTheAnswerInPieces() {
                status.contains(QStringLiteral("first token after")) &&
                status.contains(QStringLiteral("max new tokens")),
            qPrintable(status));
+  // How full the context is: the conversation's prompt and this answer, against the loaded context.
+  QCOMPARE(reply.context_tokens, reply.prompt_tokens + reply.new_tokens);
+  QVERIFY(reply.max_context >= reply.context_tokens);
+  QVERIFY2(status.contains(
+               QStringLiteral("context %1 of %2 tokens").arg(reply.context_tokens).arg(reply.max_context)),
+           qPrintable(status));
   QVERIFY(child<QPushButton>("sendButton")->isEnabled());
   QVERIFY(!child<QPushButton>("stopButton")->isEnabled());
 }

@@ -835,6 +835,7 @@ QString ChatPane::describe(const ChatReply& r) const {
   if (r.new_tokens > 0) parts << tr("first token after %1 ms").arg(qRound(r.first_token_seconds * 1000));
   if (r.reused_tokens > 0)
     parts << tr("%1 of %2 prompt tokens reused").arg(r.reused_tokens).arg(r.prompt_tokens);
+  if (r.max_context > 0) parts << tr("context %1 of %2 tokens").arg(r.context_tokens).arg(r.max_context);
   parts << stop_text(r.stop);
   return parts.join(QStringLiteral(" · "));
 }
