@@ -64,6 +64,15 @@ void write_widened_model(const fs::path& dir, int64_t vocab) {
   forja::io::write_safetensors(dir / "model.safetensors", out);
 }
 
+// `n` short alpaca records, about 20 tokens each in ChatML.
+std::string short_records(int n) {
+  std::string lines;
+  for (int i = 0; i < n; ++i)
+    lines += "{\"instruction\": \"Count to " + std::to_string(i) + "\", \"output\": \"" + std::to_string(i) +
+             "\"}\n";
+  return lines;
+}
+
 forja::TrainConfig base_config(const fs::path& model, const fs::path& out) {
   forja::TrainConfig c;
   c.model_dir = model.string();
@@ -231,12 +240,8 @@ class TestTrainDataset : public QObject {
     // Short alpaca records (about 20 tokens each in ChatML) in rows of 96: packing fills each row with
     // several.
     forja_test::TempFiles files;
-    std::string lines;
-    for (int i = 0; i < 40; ++i)
-      lines += "{\"instruction\": \"Count to " + std::to_string(i) + "\", \"output\": \"" +
-               std::to_string(i) + "\"}\n";
     auto c = base_config(model_, files.dir() / "plain");
-    c.train_file = files.write("short.jsonl", lines).string();
+    c.train_file = files.write("short.jsonl", short_records(40)).string();
     c.max_steps = 2;
     c.eval_fraction = 0;
     Trace plain = train(c);
@@ -265,12 +270,8 @@ class TestTrainDataset : public QObject {
   void epochsSetTheSteps() {
     // 40 records, 4 rows per micro-batch, 2 micro-batches per step: 1.5 epochs are 60 rows, 7.5 steps, so 8.
     forja_test::TempFiles files;
-    std::string lines;
-    for (int i = 0; i < 40; ++i)
-      lines += "{\"instruction\": \"Count to " + std::to_string(i) + "\", \"output\": \"" +
-               std::to_string(i) + "\"}\n";
     auto c = base_config(model_, files.dir() / "plain");
-    c.train_file = files.write("short.jsonl", lines).string();
+    c.train_file = files.write("short.jsonl", short_records(40)).string();
     c.eval_fraction = 0;
     c.grad_accum = 2;
     c.max_steps = 1000;  // epochs decide
