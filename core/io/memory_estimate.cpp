@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "forja/architecture.h"
+
 namespace forja {
 namespace {
 
@@ -15,6 +17,11 @@ std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> projections(con
             {"c_proj", {s.hidden, s.hidden}},  // attention's output projection
             {"c_fc", {s.hidden, s.intermediate}},
             {"c_proj", {s.intermediate, s.hidden}}};  // the MLP's, also named c_proj
+  if (s.fused)
+    return {{"qkv_proj", {s.hidden, q + 2 * kv}},
+            {"o_proj", {q, s.hidden}},
+            {"gate_up_proj", {s.hidden, 2 * s.intermediate}},
+            {"down_proj", {s.intermediate, s.hidden}}};
   return {{"q_proj", {s.hidden, q}},
           {"k_proj", {s.hidden, kv}},
           {"v_proj", {s.hidden, kv}},
@@ -38,6 +45,8 @@ int64_t count_parameters(const ModelShape& s) {
 ModelShape model_shape(const ModelInfo& info) {
   ModelShape s;
   s.gpt2 = info.family == "gpt2";
+  for (const auto& a : architectures())
+    if (a.name == info.family) s.fused = a.fused_projections;
   s.layers = info.layers;
   s.hidden = info.hidden_size;
   s.intermediate = info.intermediate_size;
@@ -52,6 +61,7 @@ ModelShape model_shape(const ModelInfo& info) {
 ModelShape model_shape(const ModelConfig& c) {
   ModelShape s;
   s.gpt2 = c.family == Family::Gpt2;
+  s.fused = c.fused_projections;
   s.layers = c.num_layers;
   s.hidden = c.hidden_size;
   s.intermediate = c.intermediate_size;

@@ -45,6 +45,19 @@ class TestMemoryEstimate : public QObject {
              int64_t(41943040));
     QCOMPARE(forja::lora_parameter_count(shape(kMistral), 16, {"q_proj", "v_proj"}),
              int64_t(32 * 16 * ((4096 + 4096) + (4096 + 1024))));
+    // Phi-3-mini: PEFT adapts the fused qkv_proj (3072 -> 9216) and gate_up_proj (3072 -> 16384) whole, r16
+    // on its four projections: 32 layers × 16 × ((3072 + 9216) + (3072 + 3072) + (3072 + 16384) + (8192 +
+    // 3072)), and the same parameter count as the unfused layout.
+    const char* phi3 = R"({"model_type": "phi3", "vocab_size": 32064, "hidden_size": 3072,
+      "intermediate_size": 8192, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+      "max_position_embeddings": 4096, "tie_word_embeddings": false})";
+    QVERIFY(shape(phi3).fused);
+    QCOMPARE(
+        forja::lora_parameter_count(shape(phi3), 16, {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}),
+        int64_t(32 * 16 * ((3072 + 9216) + (3072 + 3072) + (3072 + 16384) + (8192 + 3072))));
+    forja::ModelShape unfused = shape(phi3);
+    unfused.fused = false;
+    QCOMPARE(shape(phi3).parameters, unfused.parameters);
   }
 
   void trainingEstimateMatchesTheMeasuredPeaks() {
