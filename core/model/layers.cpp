@@ -126,12 +126,9 @@ at::Tensor rope_inv_freq(const RopeConfig& rope, int64_t head_dim, bool long_fac
   return inv_freq;
 }
 
-Rotary::Rotary(const RopeConfig& rope, int64_t head_dim) : inv_freq_(rope_inv_freq(rope, head_dim)) {
-  if (rope.type != "longrope") return;
-  inv_freq_long_ = rope_inv_freq(rope, head_dim, true);
-  original_length_ = rope.original_max_position_embeddings;
-  attention_factor_ = rope.attention_factor;
-}
+Rotary::Rotary(const RopeConfig& rope, int64_t head_dim, bool long_factors)
+    : inv_freq_(rope_inv_freq(rope, head_dim, long_factors)),
+      attention_factor_(rope.type == "longrope" ? rope.attention_factor : 1.0) {}
 
 namespace {
 at::Tensor rotate_half(const at::Tensor& x) {
@@ -143,9 +140,7 @@ at::Tensor rotate_half(const at::Tensor& x) {
 std::pair<at::Tensor, at::Tensor> Rotary::apply(const at::Tensor& q, const at::Tensor& k,
                                                 const at::Tensor& positions) const {
   // freqs[t, i] = pos[t] * inv_freq[i] in fp32; emb = [freqs, freqs]; cos/sin cast to the activations' dtype.
-  const bool long_set = inv_freq_long_.defined() && positions.numel() > 0 &&
-                        positions.max().item<int64_t>() + 1 > original_length_;
-  at::Tensor inv = (long_set ? inv_freq_long_ : inv_freq_).to(q.device());
+  at::Tensor inv = inv_freq_.to(q.device());
   at::Tensor freqs = positions.to(q.device(), at::kFloat).unsqueeze(-1) * inv;
   const double af = attention_factor_;
   auto cos_of = [af](const at::Tensor& x) { return af == 1.0 ? x.cos() : x.cos() * af; };

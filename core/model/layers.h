@@ -76,19 +76,18 @@ class EmbeddingImpl : public torch::nn::Module {
 TORCH_MODULE(Embedding);
 
 // Rotary position embedding: inverse frequencies per config (default / linear / llama3 / longrope), cos/sin
-// per position.
+// per position. longrope has two sets of factors; `long_factors` picks the one for sequences beyond the
+// original length (the model decides per forward, as transformers does).
 class Rotary {
  public:
-  Rotary(const RopeConfig& rope, int64_t head_dim);
-  // q, k: [B, H, T, D]; positions: [T] or [B, T] (int64). Returns the rotated pair. longrope takes its long
-  // factors when the furthest position is beyond the original length, as transformers decides per forward.
+  Rotary(const RopeConfig& rope, int64_t head_dim, bool long_factors = false);
+  // q, k: [B, H, T, D]; positions: [T] or [B, T] (int64). Returns the rotated pair.
   std::pair<at::Tensor, at::Tensor> apply(const at::Tensor& q, const at::Tensor& k,
                                           const at::Tensor& positions) const;
   const at::Tensor& inv_freq() const { return inv_freq_; }  // fp32, CPU
 
  private:
-  at::Tensor inv_freq_, inv_freq_long_;  // the long one only for longrope
-  int64_t original_length_ = 0;
+  at::Tensor inv_freq_;
   double attention_factor_ = 1.0;  // cos and sin are multiplied by it (longrope)
 };
 

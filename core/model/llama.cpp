@@ -165,6 +165,7 @@ at::Tensor LlamaBlockImpl::forward(const at::Tensor& x, const Rotary& rope, cons
 
 LlamaModel::LlamaModel(const ModelConfig& c, WeightProvider& w) : CausalLM(c), rope_(c.rope, c.head_dim) {
   if (c.rope_local) rope_local_.emplace(*c.rope_local, c.head_dim);
+  if (c.rope.type == "longrope") rope_long_.emplace(c.rope, c.head_dim, /*long_factors=*/true);
   body_ = register_module("model", std::make_shared<torch::nn::Module>());
   embed_tokens_ =
       body_->register_module("embed_tokens", Embedding(w, "model.embed_tokens", c.vocab_size, c.hidden_size));
@@ -191,9 +192,16 @@ at::Tensor LlamaModel::hidden_states(const at::Tensor& input_ids, const ForwardO
                 .to(h.scalar_type());
   const bool varlen = config_.attn_softcap <= 0 && compat::varlen_attention_applies(h, config_.head_dim);
   const PackedSegments segments = packed_segments(options.segment_ids, varlen);
+  // longrope: the long factors for the whole forward once its furthest position is beyond the original
+  // length (a host read only when the positions are given).
+  const Rotary* global = &rope_;
+  if (rope_long_) {
+    const int64_t furthest = options.position_ids.defined() ? positions.max().item<int64_t>() + 1 : t;
+    if (furthest > config_.rope.original_max_position_embeddings) global = &*rope_long_;
+  }
   for (int64_t i = 0; i < static_cast<int64_t>(layers_->size()); ++i) {
     auto* block = (*layers_)[i]->as<LlamaBlock>();
-    const Rotary& rope = rope_local_ && config_.local_layer(i) ? *rope_local_ : rope_;
+    const Rotary& rope = rope_local_ && config_.local_layer(i) ? *rope_local_ : *global;
     auto run = [block, &rope, positions, segments, selective = options.selective_checkpointing](
                    const at::Tensor& x) { return block->forward(x, rope, positions, segments, selective); };
     h = options.recompute_blocks ? recompute_in_backward(run, h) : run(h);

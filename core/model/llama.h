@@ -74,6 +74,7 @@ class LlamaModel : public CausalLM {
   RMSNorm norm_{nullptr};
   Linear lm_head_{nullptr};  // null when tied to embed_tokens
   Rotary rope_;
+  std::optional<Rotary> rope_long_;   // longrope's long factors (Phi-3)
   std::optional<Rotary> rope_local_;  // the sliding layers' (Gemma 3)
 };
 

@@ -110,6 +110,22 @@ class TestInferDecode : public QObject {
     QVERIFY(forja_test::max_abs_error(wide, full_before[t - 1]) <= kFp32Tolerance);
   }
 
+  void longropePrefillPastTheOriginalLength() {
+    // phi3's longrope switches to its long factors once a forward reaches past position 64: a 70-token
+    // prefill does so for every token, as the model's own forward does; a 60-token one keeps the short ones.
+    at::NoGradGuard no_grad;
+    auto lm = load_causal_lm(forja_test::fixture_dir("phi3"), {at::kFloat, at::kCPU});
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+    const at::Tensor ids = at::randint(3, 300, {1, 70}, gen, at::kLong);
+    const at::Tensor full = lm->forward(ids)[0];
+    Generator::Impl engine(lm, {}, "");
+    infer::Decoder& dec = engine.decoder();
+    QVERIFY(forja_test::max_abs_error(dec.prefill(ids[0], 0, true), full) <= kFp32Tolerance);
+    const at::Tensor short_run = lm->forward(ids.narrow(1, 0, 60))[0];
+    QVERIFY(forja_test::max_abs_error(dec.prefill(ids[0].narrow(0, 0, 60), 0, true), short_run) <=
+            kFp32Tolerance);
+  }
+
   void cacheKeepsKvHeadsOnly() {
     // smollm's fixture has 4 query heads sharing 1 KV head (config.json): the cache stores that one head.
     Generator gen = fixture_generator("smollm", 32);

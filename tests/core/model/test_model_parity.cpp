@@ -3,6 +3,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
 #include <cstring>
@@ -61,6 +62,25 @@ class TestModelParity : public QObject {
     };
     QVERIFY2(at::equal(seq, want),
              qPrintable(QString("%1: %2 vs transformers' %3").arg(name.c_str(), text(seq), text(want))));
+  }
+
+  void longropeSwitchesPastTheOriginalLength() {
+    // phi3's fixture: longrope with an original length of 64. A forward whose furthest position is beyond
+    // it uses the long factors for every position (as transformers decides per forward), so the first 60
+    // positions' logits move; given as position ids, the same positions make the same choice.
+    auto lm = load_causal_lm(forja_test::fixture_dir("phi3"), {at::kFloat, at::kCPU});
+    at::NoGradGuard no_grad;
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+    const at::Tensor ids = at::randint(3, 300, {1, 70}, gen, at::kLong);
+    const at::Tensor long_run = lm->forward(ids);
+    const at::Tensor short_run = lm->forward(ids.narrow(1, 0, 60));
+    QVERIFY(forja_test::max_abs_error(long_run.narrow(1, 0, 60), short_run) > 1e-3);
+    for (int64_t t : {60, 70}) {
+      ForwardOptions o;
+      o.position_ids = at::arange(t, at::kLong).unsqueeze(0);
+      const at::Tensor part = ids.narrow(1, 0, t);
+      QVERIFY(at::equal(lm->logits(lm->hidden_states(part, o)), lm->forward(part)));
+    }
   }
 
   void dtypes() {
