@@ -264,10 +264,7 @@ class LlamaDecoder final : public Decoder {
   }
   // RMSNorm as the family has it: Gemma's scales by (1 + w) in fp32 before rounding.
   at::Tensor norm(const at::Tensor& x, const at::Tensor& w) const {
-    if (!gemma_) return compat::rms_norm(x, w, config_.norm_eps);
-    at::Tensor xf = x.to(at::kFloat);
-    xf = xf * at::rsqrt(xf.square().mean(-1, /*keepdim=*/true) + config_.norm_eps);
-    return (xf * (w.to(at::kFloat) + 1.0)).to(x.scalar_type());
+    return gemma_ ? rms_norm_plus_one(x, w, config_.norm_eps) : compat::rms_norm(x, w, config_.norm_eps);
   }
   // cos and sin of every cache position, computed in fp32 as transformers does and cast to the model's dtype.
   // The sine is stored with rotate_half's sign folded in: rotate_half(x)·sin = [x₂, x₁]·[-sin₁, sin₂].

@@ -59,11 +59,7 @@ RMSNormImpl::RMSNormImpl(WeightProvider& w, const std::string& name, int64_t dim
 }
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
-  if (plus_one) {
-    at::Tensor xf = x.to(at::kFloat);
-    xf = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
-    return (xf * (weight.to(at::kFloat) + 1.0)).to(x.scalar_type());
-  }
+  if (plus_one) return rms_norm_plus_one(x, weight, eps);
   if (fused::applies({x, weight})) return fused::rms_norm(x, weight, eps);
   // Training on CUDA: the fused kernel rounds once where the formulation below rounds twice (bf16 parity
   // stays within the bf16 bar; the fp32 CPU path, which the parity tests pin, is unchanged).
@@ -195,6 +191,12 @@ at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
 at::Tensor gelu_tanh(const at::Tensor& x) {
   if (fused::applies({x})) return fused::gelu_tanh(x);
   return at::gelu(x, "tanh");
+}
+
+at::Tensor rms_norm_plus_one(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  at::Tensor xf = x.to(at::kFloat);
+  xf = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return (xf * (weight.to(at::kFloat) + 1.0)).to(x.scalar_type());
 }
 
 at::Tensor geglu(const at::Tensor& gate, const at::Tensor& up) {

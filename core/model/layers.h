@@ -100,6 +100,9 @@ at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
 // GELU with the tanh approximation (GPT-2's gelu_new).
 at::Tensor gelu_tanh(const at::Tensor& x);
 
+// Gemma's RMSNorm: normalise and scale by (1 + weight) in fp32, then round to x's dtype.
+at::Tensor rms_norm_plus_one(const at::Tensor& x, const at::Tensor& weight, double eps);
+
 // gelu_tanh(gate) * up (Gemma's MLP).
 at::Tensor geglu(const at::Tensor& gate, const at::Tensor& up);
 
