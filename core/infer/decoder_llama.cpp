@@ -93,10 +93,7 @@ class LlamaDecoder final : public Decoder {
     if (config_.rope.type == "longrope")
       std::tie(cos_long_, sin_long_) = rope_table(config_.rope, capacity, /*long_factors=*/true);
     if (config_.rope_local) std::tie(cos_local_, sin_local_) = rope_table(*config_.rope_local, capacity);
-    if (gemma_)  // sqrt(hidden) rounded to the activations' dtype, as transformers scales the embedding
-      embed_scale_ = at::scalar_tensor(std::sqrt(static_cast<double>(config_.hidden_size)), at::kFloat)
-                         .to(dtype_)
-                         .item<double>();
+    if (gemma_) embed_scale_ = gemma_embed_scale(config_.hidden_size, dtype_);
     kernels_fit_ = kernels_fit();
     if (kernels_fit_)  // sized for any number of keys, so that a graph capture never allocates it
       attn_scratch_ = at::empty({decode_kernels::attention_scratch_floats(heads_, head_dim_)},

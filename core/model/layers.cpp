@@ -193,6 +193,10 @@ at::Tensor gelu_tanh(const at::Tensor& x) {
   return at::gelu(x, "tanh");
 }
 
+double gemma_embed_scale(int64_t hidden, at::ScalarType dtype) {
+  return at::scalar_tensor(std::sqrt(static_cast<double>(hidden)), at::kFloat).to(dtype).item<double>();
+}
+
 at::Tensor rms_norm_plus_one(const at::Tensor& x, const at::Tensor& weight, double eps) {
   at::Tensor xf = x.to(at::kFloat);
   xf = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);

@@ -100,6 +100,9 @@ at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);
 // GELU with the tanh approximation (GPT-2's gelu_new).
 at::Tensor gelu_tanh(const at::Tensor& x);
 
+// Gemma's embedding scale: sqrt(hidden) rounded to the activations' dtype first, as transformers has it.
+double gemma_embed_scale(int64_t hidden, at::ScalarType dtype);
+
 // Gemma's RMSNorm: normalise and scale by (1 + weight) in fp32, then round to x's dtype.
 at::Tensor rms_norm_plus_one(const at::Tensor& x, const at::Tensor& weight, double eps);
 

@@ -186,10 +186,7 @@ at::Tensor LlamaModel::hidden_states(const at::Tensor& input_ids, const ForwardO
   at::Tensor positions = options.position_ids.defined() ? options.position_ids
                                                         : at::arange(t, input_ids.options().dtype(at::kLong));
   at::Tensor h = embed_tokens_->forward(input_ids);
-  // Gemma scales by sqrt(hidden) rounded to the activations' dtype first, as transformers does.
-  if (config_.gemma_norms)
-    h = h * at::scalar_tensor(std::sqrt(static_cast<double>(config_.hidden_size)), at::kFloat)
-                .to(h.scalar_type());
+  if (config_.gemma_norms) h = h * gemma_embed_scale(config_.hidden_size, h.scalar_type());
   const bool varlen = config_.attn_softcap <= 0 && compat::varlen_attention_applies(h, config_.head_dim);
   const PackedSegments segments = packed_segments(options.segment_ids, varlen);
   // longrope: the long factors for the whole forward once its furthest position is beyond the original
