@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "forja/error.h"
+#include "listen_backlog.h"
 #include "openai_api.h"
 
 namespace forja {
@@ -383,6 +384,12 @@ void Server::start() {
   // Short keep-alive: an idle client connection holds a worker, and stop() waits for the workers.
   s.http->set_keep_alive_timeout(2);
   s.http->set_payload_max_length(size_t{64} << 20);
+  // httplib creates the socket (one per address it tries until one binds); the last one is the listener.
+  auto listen_fd = std::make_shared<socket_t>(-1);
+  s.http->set_socket_options([listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    *listen_fd = sock;
+  });
   s.routes();
   const std::string where = s.options.host + ":" + std::to_string(s.options.port);
   if (s.options.port < 0 || s.options.port > 65535)
@@ -397,6 +404,8 @@ void Server::start() {
   if (s.bound_port == 0)
     throw Error("cannot listen on " + where + " (address in use, or not an address of this machine)",
                 "choose another --port, or --host 127.0.0.1");
+  if (!serve::widen_listen_backlog(*listen_fd))
+    throw Error("cannot widen the accept queue of " + where, "check the system's socket limits");
   {
     std::lock_guard lock(s.state_mutex);
     s.listening = true;

@@ -4,6 +4,10 @@
 // a client that goes away mid-stream. Two fixture models (other families, tokenizers and chat templates,
 // random weights) check the same equality.
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <QtTest>
 
@@ -26,6 +30,7 @@
 #include "forja/safetensors.h"
 #include "forja/serve.h"
 #include "forja/tokenizer.h"
+#include "listen_backlog.h"
 #include "reference.h"
 #include "weights.h"
 
@@ -412,6 +417,49 @@ class TestServe : public QObject {
   }
 
   // 20 different prompts at once, half of them streamed: each answer is the engine's for its own prompt.
+  // A burst of connections at a listener that does not accept (as a busy one): with httplib's backlog of 5
+  // the kernel drops all but a few handshakes; widened, every one completes. Both listeners stay unaccepted,
+  // so the count does not depend on timing.
+  static int burst_established(bool widen) {
+    constexpr int kBurst = 64;
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(listener, 5) != 0 || ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      return -1;
+    if (widen && !serve::widen_listen_backlog(listener)) return -2;
+    std::vector<pollfd> conns;
+    for (int i = 0; i < kBurst; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), len);  // 0 or EINPROGRESS: poll tells
+      conns.push_back({fd, POLLOUT, 0});
+    }
+    // Loopback handshakes complete at once; the wait only matters on a starved machine.
+    int established = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (established < kBurst && std::chrono::steady_clock::now() < deadline) {
+      ::poll(conns.data(), conns.size(), 100);
+      established = 0;
+      for (auto& c : conns) {
+        int err = -1;
+        socklen_t n = sizeof err;
+        if ((c.revents & POLLOUT) && ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &n) == 0 && err == 0)
+          ++established;
+      }
+    }
+    for (auto& c : conns) ::close(c.fd);
+    ::close(listener);
+    return established;
+  }
+  void widenedBacklogHoldsABurstOfConnections() {
+    const int narrow = burst_established(false);
+    QVERIFY2(narrow >= 0 && narrow < 64, qPrintable(QString("backlog 5 held %1 of 64").arg(narrow)));
+    QCOMPARE(burst_established(true), 64);
+  }
+
   void concurrentRequestsEachGetTheirOwnAnswer() {
     constexpr int kRequests = 20;
     std::vector<std::vector<ChatTurn>> prompts;
