@@ -29,11 +29,38 @@ def forja(cli, shape, prompt, new):
     return json.loads(out.strip().splitlines()[-1])
 
 
+# config.json fields of the real models, as forja-cli's bench decode reads them (app/cli/bench_decode.cpp).
+CONFIG_SHAPES = {
+    "qwen3_1_7b": dict(model_type="qwen3", vocab_size=151936, hidden_size=2048, intermediate_size=6144,
+                       num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
+                       max_position_embeddings=40960, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                       tie_word_embeddings=True, hidden_act="silu", attention_bias=False),
+    "gemma3_1b": dict(model_type="gemma3_text", vocab_size=262144, hidden_size=1152, intermediate_size=6912,
+                      num_hidden_layers=26, num_attention_heads=4, num_key_value_heads=1, head_dim=256,
+                      query_pre_attn_scalar=256, sliding_window=512, sliding_window_pattern=6,
+                      max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                      rope_local_base_freq=10000.0, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
+}
+
+
 def hf_model(shape):
     # The same shapes as forja-cli's (app/cli/bench_decode.cpp) and bench/hf_peft_baseline.py.
     import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig
-    if shape == "tinyllama":
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, MistralConfig
+    if shape in CONFIG_SHAPES:
+        fields = dict(CONFIG_SHAPES[shape])
+        if shape == "gemma3_1b":
+            # Every sixth layer global, the rest local with their own RoPE base; transformers 5 names these
+            # per layer type, 4.x by the older fields.
+            fields["layer_types"] = ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention"
+                                     for i in range(fields["num_hidden_layers"])]
+            if int(transformers.__version__.split(".")[0]) >= 5:
+                fields["rope_parameters"] = {
+                    "full_attention": {"rope_type": "default", "rope_theta": fields.pop("rope_theta")},
+                    "sliding_attention": {"rope_type": "default", "rope_theta": fields.pop("rope_local_base_freq")}}
+        cfg = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    elif shape == "tinyllama":
         cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
                           num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=4096,
                           rms_norm_eps=1e-5)
@@ -49,7 +76,7 @@ def hf_model(shape):
 
 def hf(model, prompt, new):
     import torch
-    x = torch.randint(3, 32000, (1, prompt), device="cuda")
+    x = torch.randint(3, 32000, (1, prompt), device="cuda")  # ids every shape's vocabulary has
     mask = torch.ones_like(x)
 
     def gen(n):
@@ -73,10 +100,11 @@ def main():
     ap.add_argument("--new", type=int, default=256, help="tokens Forja generates per run")
     ap.add_argument("--hf-new", type=int, default=64, help="tokens transformers generates (it is slow)")
     ap.add_argument("--skip-hf", action="store_true")
+    ap.add_argument("--shapes", nargs="*", default=SHAPES, choices=SHAPES + list(CONFIG_SHAPES))
     args = ap.parse_args()
 
     rows = []
-    for shape in SHAPES:
+    for shape in args.shapes:
         ours = {p: forja(args.cli, shape, p, args.new) for p in PROMPTS}
         for p in PROMPTS:
             print(json.dumps(ours[p]), flush=True)
@@ -91,7 +119,7 @@ def main():
             torch.cuda.empty_cache()
         for p in PROMPTS:
             rows.append({"shape": shape, "prompt": p, "forja": ours[p], "transformers": peer.get(p),
-                         "llama_cpp_same_day": LLAMA_CPP[shape]})
+                         "llama_cpp_same_day": LLAMA_CPP.get(shape)})
 
     print()
     print(f"{'shape':10} {'prompt':>6} | {'forja tok/s':>11} {'HF tok/s':>9} {'x HF':>6} {'roofline':>8} {'% roof':>6}"
@@ -102,7 +130,7 @@ def main():
         hf_ttft = h["first_token_ms"] if h else float("nan")
         print(f"{r['shape']:10} {r['prompt']:>6} | {f['decode_tok_s']:>11.1f} {hf_tok:>9.1f}"
               f" {f['decode_tok_s'] / hf_tok:>6.1f} {f['roofline_tok_s']:>8.0f} {100 * f['roofline_fraction']:>5.0f}%"
-              f" {r['llama_cpp_same_day']['decode_tok_s']:>9} | {f['first_token_ms']:>13.1f} {hf_ttft:>10.1f}"
+              f" {(r['llama_cpp_same_day'] or {}).get('decode_tok_s', '-'):>9} | {f['first_token_ms']:>13.1f} {hf_ttft:>10.1f}"
               f" {f['prefill_tok_s']:>13.0f}")
     out_dir = os.environ.get("OUT", "/tmp")
     with open(os.path.join(out_dir, "decode_bench.json"), "w") as fh:

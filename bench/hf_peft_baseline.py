@@ -6,6 +6,10 @@ from transformers import LlamaConfig, MistralConfig, AutoModelForCausalLM
 from peft import LoraConfig, get_peft_model
 
 def make(kind):
+    if kind in ("qwen3_1_7b", "gemma3_1b"):
+        # Built from the fields forja-cli's shapes use (bench/decode_bench.py, app/cli/bench_shapes.h).
+        from decode_bench import hf_model
+        return hf_model(kind)
     if kind == "tinyllama-1.1b":
         cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
                           num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048, rms_norm_eps=1e-5)
@@ -59,8 +63,10 @@ def decode(kind, prompt=128, new=256):
     return r
 
 out = []
-for args in [("tinyllama-1.1b", 8, 1024), ("mistral-7b", 4, 1024)]:
+# BASELINE_SHAPES="qwen3_1_7b gemma3_1b": training only, at those shapes (8 x 1024), instead of the default set.
+extra = os.environ.get("BASELINE_SHAPES", "").split()
+for args in [(k, 8, 1024) for k in extra] or [("tinyllama-1.1b", 8, 1024), ("mistral-7b", 4, 1024)]:
     r = train(*args); print(json.dumps(r)); out.append(r)
-for k in ["tinyllama-1.1b", "mistral-7b"]:
+for k in [] if extra else ["tinyllama-1.1b", "mistral-7b"]:
     r = decode(k); print(json.dumps(r)); out.append(r)
 json.dump(out, open(os.path.join(os.environ.get("OUT", "/tmp"), "hf_peft_baseline.json"), "w"), indent=1)

@@ -1,4 +1,5 @@
-// forja-cli bench decode --shape tinyllama|mistral7b [--prompt 128] [--new 256] [--runs 3] [--graphs on|off]
+// forja-cli bench decode --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b [--prompt 128] [--new 256] [--runs
+// 3] [--graphs on|off]
 //                        [--json]
 // Batch-1 greedy decode at a real model shape (random bf16 weights made on the device): decode tokens/s, time
 // to the first token, and the device-to-device copy bandwidth measured in the same run, which gives the
@@ -13,52 +14,22 @@
 #include <nlohmann/json.hpp>
 
 #include "bench.h"
+#include "bench_shapes.h"
 #include "causal_lm.h"
 #include "engine.h"
 #include "forja/error.h"
+#include "forja/model_config.h"
 #include "weights.h"
 
 namespace forja::cli {
 namespace {
 
-// The shapes of TinyLlama-1.1B and Mistral-7B (v0.1 without its sliding window, as v0.2 has it), the same as
-// the peer baseline's (bench/hf_peft_baseline.py) and bench/decode_bench.py's.
+// The shared shapes (bench_shapes.h), with room for the 2048-token prompt and the new tokens (the positions'
+// limit changes nothing a step computes).
 ModelConfig shape_config(const std::string& shape) {
-  ModelConfig c;
+  ModelConfig c = parse_model_config_text(bench_shape_config(shape), "bench:" + shape);
   c.path = "bench:" + shape;
-  c.vocab_size = 32000;
-  c.hidden_act = "silu";
-  c.norm_eps = 1e-5;
-  c.bos_token_id = 1;
-  c.eos_token_ids = {2};
-  if (shape == "tinyllama") {
-    c.architecture = "LlamaForCausalLM";
-    c.model_type = "llama";
-    c.family = Family::Llama;
-    c.hidden_size = 2048;
-    c.intermediate_size = 5632;
-    c.num_layers = 22;
-    c.num_heads = 32;
-    c.num_kv_heads = 4;
-    // TinyLlama ships 2048; 4096 as bench/decode_bench.py's model has, so that its 2048-token prompt and the new
-    // tokens fit (the positions' limit changes nothing a step computes).
-    c.max_position_embeddings = 4096;
-    c.rope.theta = 10000.0;
-  } else if (shape == "mistral7b") {
-    c.architecture = "MistralForCausalLM";
-    c.model_type = "mistral";
-    c.family = Family::Mistral;
-    c.hidden_size = 4096;
-    c.intermediate_size = 14336;
-    c.num_layers = 32;
-    c.num_heads = 32;
-    c.num_kv_heads = 8;
-    c.max_position_embeddings = 4096;
-    c.rope.theta = 10000.0;
-  } else {
-    throw Error("unknown shape '" + shape + "'", "the shapes are tinyllama and mistral7b");
-  }
-  c.head_dim = c.hidden_size / c.num_heads;
+  c.max_position_embeddings = std::max<int64_t>(c.max_position_embeddings, 4096);
   return c;
 }
 
@@ -184,6 +155,7 @@ int run_decode_bench(Args& args) {
 }  // namespace forja::cli
 
 FORJA_BENCH(decode, "Batch-1 decode tok/s, time to first token and roofline at a real model shape",
-            "bench decode --shape tinyllama|mistral7b [--prompt N] [--new N] [--runs R] [--graphs on|off] "
+            "bench decode --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b [--prompt N] [--new N] [--runs R] "
+            "[--graphs on|off] "
             "[--base-quant none|nf4] [--json]",
             forja::cli::run_decode_bench);

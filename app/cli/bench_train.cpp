@@ -1,4 +1,5 @@
-// forja-cli bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--warmup 3]
+// forja-cli bench train --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b [--batch 8] [--seq 1024] [--steps
+// 10] [--warmup 3]
 //                       [--recompute off|on|selective] [--json]
 // LoRA training throughput at a real model shape without its weights: random bf16 weights (RandomWeights),
 // LoRA r16 alpha32 on all 7 projections, random tokens trained on every position, AdamW — the settings of
@@ -11,6 +12,7 @@
 #include <random>
 
 #include "bench.h"
+#include "bench_shapes.h"
 #include "causal_lm.h"
 #include "env/torch_facts.h"
 #include "forja/error.h"
@@ -20,21 +22,6 @@
 #include "weights.h"
 
 namespace {
-
-// The shapes of TinyLlama-1.1B and Mistral-7B-v0.1 (their config.json), as the baseline script builds them.
-std::string shape_config(const std::string& shape) {
-  if (shape == "tinyllama")
-    return R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 32000,
-               "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22, "num_attention_heads": 32,
-               "num_key_value_heads": 4, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5,
-               "rope_theta": 10000.0, "tie_word_embeddings": false, "hidden_act": "silu"})";
-  if (shape == "mistral7b")
-    return R"({"architectures": ["MistralForCausalLM"], "model_type": "mistral", "vocab_size": 32000,
-               "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
-               "num_key_value_heads": 8, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
-               "rope_theta": 10000.0, "sliding_window": null, "tie_word_embeddings": false, "hidden_act": "silu"})";
-  throw forja::Error("unknown shape '" + shape + "'", "Use --shape tinyllama or --shape mistral7b.");
-}
 
 forja::Batch random_batch(int64_t rows, int64_t seq, int64_t vocab, std::mt19937_64& rng) {
   forja::Batch b;
@@ -65,7 +52,7 @@ int run_bench_train(forja::cli::Args& args) {
   const at::Device device = forja::parse_device(args.option_or("device", "cuda"));
   const at::ScalarType dtype = device.is_cuda() ? at::kBFloat16 : at::kFloat;
 
-  forja::ModelConfig config = forja::parse_model_config_text(shape_config(shape), shape);
+  forja::ModelConfig config = forja::parse_model_config_text(forja::cli::bench_shape_config(shape), shape);
   forja::RandomWeights weights(0, dtype, device);
   const std::string base_quant = args.option_or("base-quant", "none");
   if (base_quant == "nf4") {
@@ -104,29 +91,35 @@ int run_bench_train(forja::cli::Args& args) {
     peak_gib += double(s.peak_allocated) / (1 << 30);
   const double tok_s = double(batch * seq) / step_s;
   if (args.flag("json")) {
-    nlohmann::ordered_json j = {{"bench", "train"},         {"shape", shape},
-                                {"batch", batch},           {"seq", seq},
-                                {"steps", steps},           {"recompute", recompute},
+    nlohmann::ordered_json j = {{"bench", "train"},
+                                {"shape", shape},
+                                {"batch", batch},
+                                {"seq", seq},
+                                {"steps", steps},
+                                {"recompute", recompute},
                                 {"selective_checkpointing", selective},
                                 {"base_quant", base_quant},
-                                {"step_s", step_s},         {"tokens_per_s", tok_s},
-                                {"peak_gib", peak_gib},     {"lora_params", adapters->parameter_count()},
-                                {"loss_first", first_loss}, {"loss_last", last_loss}};
+                                {"step_s", step_s},
+                                {"tokens_per_s", tok_s},
+                                {"peak_gib", peak_gib},
+                                {"lora_params", adapters->parameter_count()},
+                                {"loss_first", first_loss},
+                                {"loss_last", last_loss}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf(
         "forja train %s%s %lldx%lld%s: %.0f tokens/s (%.3f s/step), peak %.1f GiB allocated, loss %.3f -> "
         "%.3f\n",
-        shape.c_str(), base_quant == "nf4" ? " (nf4 base)" : "", (long long)batch, (long long)seq, recompute ? " (recompute)" : "", tok_s, step_s,
-        peak_gib, first_loss, last_loss);
+        shape.c_str(), base_quant == "nf4" ? " (nf4 base)" : "", (long long)batch, (long long)seq,
+        recompute ? " (recompute)" : "", tok_s, step_s, peak_gib, first_loss, last_loss);
   }
   return 0;
 }
 
 }  // namespace
 
-FORJA_BENCH(
-    train, "LoRA training tokens/s and peak GPU memory at a real shape (random weights)",
-    "bench train --shape tinyllama|mistral7b [--batch 8] [--seq 1024] [--steps 10] [--recompute on|selective] "
-    "[--base-quant none|nf4] [--json]",
-    run_bench_train);
+FORJA_BENCH(train, "LoRA training tokens/s and peak GPU memory at a real shape (random weights)",
+            "bench train --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b [--batch 8] [--seq 1024] [--steps "
+            "10] [--recompute on|selective] "
+            "[--base-quant none|nf4] [--json]",
+            run_bench_train);

@@ -1,0 +1,45 @@
+// The real models whose shapes the benchmarks run at, as their config.json files give them: read by the
+// loader's own parser, so every family option (q/k norms, local layers and their RoPE, the attention scale)
+// is the real model's. bench/hf_peft_baseline.py and bench/decode_bench.py build transformers' models from
+// the same fields.
+#pragma once
+
+#include <string>
+
+#include "forja/error.h"
+
+namespace forja::cli {
+
+inline const char* kBenchShapes = "tinyllama, mistral7b, qwen3_1_7b and gemma3_1b";
+
+inline std::string bench_shape_config(const std::string& shape) {
+  if (shape == "tinyllama")  // TinyLlama-1.1B
+    return R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 32000,
+               "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22, "num_attention_heads": 32,
+               "num_key_value_heads": 4, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5,
+               "rope_theta": 10000.0, "tie_word_embeddings": false, "hidden_act": "silu",
+               "bos_token_id": 1, "eos_token_id": 2})";
+  if (shape == "mistral7b")  // Mistral-7B-v0.1 without its sliding window, as v0.2 has it
+    return R"({"architectures": ["MistralForCausalLM"], "model_type": "mistral", "vocab_size": 32000,
+               "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+               "num_key_value_heads": 8, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
+               "rope_theta": 10000.0, "sliding_window": null, "tie_word_embeddings": false, "hidden_act": "silu",
+               "bos_token_id": 1, "eos_token_id": 2})";
+  if (shape == "qwen3_1_7b")  // Qwen3-1.7B
+    return R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 151936,
+               "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 28, "num_attention_heads": 16,
+               "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
+               "rope_theta": 1000000, "tie_word_embeddings": true, "hidden_act": "silu", "attention_bias": false,
+               "bos_token_id": 151643, "eos_token_id": 151645})";
+  if (shape ==
+      "gemma3_1b")  // Gemma-3-1B (text): every sixth layer global, the rest local with their own RoPE
+    return R"({"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "vocab_size": 262144,
+               "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26, "num_attention_heads": 4,
+               "num_key_value_heads": 1, "head_dim": 256, "query_pre_attn_scalar": 256, "sliding_window": 512,
+               "sliding_window_pattern": 6, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
+               "rope_theta": 1000000, "rope_local_base_freq": 10000, "hidden_activation": "gelu_pytorch_tanh",
+               "tie_word_embeddings": true, "bos_token_id": 2, "eos_token_id": 1})";
+  throw Error("unknown shape '" + shape + "'", std::string("the shapes are ") + kBenchShapes);
+}
+
+}  // namespace forja::cli
