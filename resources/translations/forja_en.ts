@@ -19,6 +19,16 @@
     </message>
 </context>
 <context>
+    <name>forja::ui::DataPane</name>
+    <message numerus="yes">
+        <source>max length %1: %n cut</source>
+        <translation>
+            <numerusform>max length %1: %n cut</numerusform>
+            <numerusform>max length %1: %n cut</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>forja::ui::DoctorPane</name>
     <message numerus="yes">
         <source>Nothing to fix; %n note(s) below.</source>

@@ -633,6 +633,13 @@ Ajustado: %2</translation>
         <source>Data</source>
         <translation>Dados</translation>
     </message>
+    <message numerus="yes">
+        <source>max length %1: %n cut</source>
+        <translation>
+            <numerusform>comprimento máximo %1: %n cortado</numerusform>
+            <numerusform>comprimento máximo %1: %n cortados</numerusform>
+        </translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::DoctorJob</name>

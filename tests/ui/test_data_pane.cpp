@@ -49,6 +49,7 @@ class TestDataPane : public QObject {
   void cleanup();
   void demoDatasetWithTokenizer();
   void badLinesAreListedOrStopTheRead();
+  void histogramMarksTheMaxLength();
   void modelWithoutTokenizerStillReadsRecords();
 
  private:
@@ -128,6 +129,34 @@ void TestDataPane::demoDatasetWithTokenizer() {
   QVERIFY(pane_->findChild<QLabel*>(QStringLiteral("datasetExampleSource"))
               ->text()
               .startsWith(QString::fromStdString(p->prepared->train[1].source)));
+}
+
+void TestDataPane::histogramMarksTheMaxLength() {
+  pane_->set_model_dir(kQwenTokenizer);
+  pane_->set_max_length(64);
+  QSignalSpy ready(pane_, &DataPane::dataset_ready);
+  pane_->open(kDemo);
+  QTRY_COMPARE_WITH_TIMEOUT(ready.count(), 1, 30000);
+  const auto& prepared = *pane_->preview()->prepared;
+  const size_t cut = prepared.stats.train.truncated;
+  QVERIFY2(cut > 0 && cut < prepared.train.size(), qPrintable(QString::number(cut)));
+  auto* plot = pane_->findChild<QCustomPlot*>(QStringLiteral("datasetHistogram"));
+  auto* line = plot->findChild<QCPItemStraightLine*>(QStringLiteral("maxLengthLine"));
+  QVERIFY(line);
+  QCOMPARE(line->point1->coords().x(), 64.0);
+  QCOMPARE(line->point2->coords().x(), 64.0);
+  auto* label = plot->findChild<QCPItemText*>(QStringLiteral("maxLengthLabel"));
+  QVERIFY(label);
+  QVERIFY2(label->text().contains(QStringLiteral("%1 cut").arg(cut)), qPrintable(label->text()));
+  // The bars count the lengths as read: the examples past the line are the cut ones.
+  auto* bars = qobject_cast<QCPBars*>(plot->plottable(0));
+  size_t longest = 0;
+  for (const auto& e : prepared.train) longest = std::max(longest, static_cast<size_t>(e.original_length));
+  double last_bar = 0;
+  for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it)
+    if (it->value > 0) last_bar = it->key + bars->width() / 2;
+  QVERIFY2(last_bar >= 0.9 * static_cast<double>(longest) && longest > 64,
+           qPrintable(QString::number(last_bar)));
 }
 
 void TestDataPane::badLinesAreListedOrStopTheRead() {

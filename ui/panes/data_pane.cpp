@@ -311,10 +311,17 @@ void DataPane::show_example(int index) {
 
 void DataPane::update_histogram() {
   histogram_->clearPlottables();
-  const std::vector<int64_t>* lengths = nullptr;
-  if (preview_ && preview_->prepared) lengths = &preview_->prepared->stats.train.lengths;
-  if (lengths && !lengths->empty()) {
-    const auto h = forja::length_histogram(*lengths, 20);
+  histogram_->clearItems();
+  // The lengths as read, before the cut, so the bars past the max length show what it drops.
+  std::vector<int64_t> lengths;
+  int64_t cut = 0;
+  if (preview_ && preview_->prepared)
+    for (const auto& e : preview_->prepared->train) {
+      lengths.push_back(std::max(e.original_length, static_cast<int64_t>(e.ids.size())));
+      cut += e.truncated ? 1 : 0;
+    }
+  if (!lengths.empty()) {
+    const auto h = forja::length_histogram(lengths, 20);
     auto* bars = new QCPBars(histogram_->xAxis, histogram_->yAxis);
     bars->setName(tr("train examples"));
     bars->setPen(Qt::NoPen);
@@ -325,8 +332,24 @@ void DataPane::update_histogram() {
       max_count = std::max(max_count, static_cast<double>(h.counts[i]));
     }
     bars->setWidth(h.edges.size() > 1 ? (h.edges[1] - h.edges[0]) * 0.9 : 1.0);
-    histogram_->xAxis->setRange(h.edges.front(), std::max(h.edges.back(), h.edges.front() + 1));
-    histogram_->yAxis->setRange(0, max_count * 1.1);
+    // The max length as a line, inside the range even when every example is shorter.
+    const double max_length = max_length_->value();
+    const double lo = std::min(h.edges.front(), max_length);
+    const double hi = std::max({h.edges.back(), h.edges.front() + 1, max_length});
+    histogram_->xAxis->setRange(lo - (hi - lo) * 0.02, hi + (hi - lo) * 0.02);
+    histogram_->yAxis->setRange(0, max_count * 1.25);
+    auto* line = new QCPItemStraightLine(histogram_);
+    line->setObjectName(QStringLiteral("maxLengthLine"));
+    line->setPen(QPen(series_color(1, palette()), 1.5, Qt::DashLine));
+    line->point1->setCoords(max_length, 0);
+    line->point2->setCoords(max_length, 1);
+    auto* label = new QCPItemText(histogram_);
+    label->setObjectName(QStringLiteral("maxLengthLabel"));
+    label->setColor(palette().color(QPalette::WindowText));
+    label->setPositionAlignment(Qt::AlignTop | (max_length > (lo + hi) / 2 ? Qt::AlignRight : Qt::AlignLeft));
+    label->position->setCoords(max_length, max_count * 1.22);
+    label->setText(tr("max length %1: %n cut", nullptr, static_cast<int>(cut))
+                       .arg(number(static_cast<int64_t>(max_length))));
   }
   histogram_->replot();
 }
