@@ -224,7 +224,9 @@ int run_train(forja::cli::Args& args) {
   std::unique_ptr<forja::RunRecorder> journal;
   if (!no_journal) {
     forja::NewRun r;
-    r.name = std::filesystem::path(config.output_dir).filename().string();
+    r.name = config.run_name.empty() ? std::filesystem::path(config.output_dir).filename().string()
+                                     : config.run_name;
+    r.notes = config.notes;
     r.model_dir = config.model_dir;
     r.dataset_path = config.train_file;
     r.config_json = forja::train_config_to_json(config);

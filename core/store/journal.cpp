@@ -93,6 +93,10 @@ ALTER TABLE runs ADD COLUMN resumed_at INTEGER;
 UPDATE runs SET active_ms = ended_at - started_at WHERE ended_at IS NOT NULL;
 UPDATE runs SET resumed_at = started_at WHERE ended_at IS NULL;
 )sql",
+    // The user's own words about a run, beside the name it can now be given.
+    R"sql(
+ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == Journal::kSchemaVersion, "one migration per schema version");
 
@@ -216,7 +220,7 @@ int user_version(sqlite3* db, const std::filesystem::path& path) {
 constexpr const char* kRunColumns =
     "id, name, model_dir, dataset_path, config_json, status, total_steps, worker_pid, started_at, ended_at, "
     "final_loss, final_eval_loss, adapter_path, error_message, error_hint, "
-    "(SELECT max(step) FROM metrics WHERE metrics.run_id = runs.id), active_ms, resumed_at";
+    "(SELECT max(step) FROM metrics WHERE metrics.run_id = runs.id), active_ms, resumed_at, notes";
 
 // Closes the open stretch of running time at ?1 (ms): SET clauses for the runs row.
 constexpr const char* kCloseStretch =
@@ -254,6 +258,7 @@ RunRecord read_run(const Stmt& s) {
   r.last_step = s.null(15) ? -1 : s.i64(15);
   r.active_ms = s.i64(16);
   r.resumed_at_ms = s.opt_i64(17);
+  r.notes = s.text(18);
   return r;
 }
 
@@ -395,9 +400,10 @@ int64_t Journal::create_run(const NewRun& run) {
   WriteTransaction tx(db_, path_, "create_run");
   Stmt s(db_, path_,
          "INSERT INTO runs(name, model_dir, dataset_path, config_json, status, total_steps, worker_pid, "
-         "started_at, resumed_at) "
-         "VALUES(?, ?, ?, ?, ?, ?, ?, ?8, ?8)");
+         "started_at, resumed_at, notes) "
+         "VALUES(?, ?, ?, ?, ?, ?, ?, ?8, ?8, ?9)");
   s.bind(1, run.name).bind(2, run.model_dir).bind(3, run.dataset_path).bind(4, run.config_json);
+  s.bind(9, run.notes);
   s.bind(5, std::string(to_string(RunStatus::Running))).bind(6, run.total_steps).bind(7, run.worker_pid);
   s.bind(8, journal_now_ms());
   s.run();
@@ -474,6 +480,18 @@ bool Journal::delete_by_id(const char* sql, int64_t id) {
   const bool deleted = sqlite3_changes(db_) > 0;
   tx.commit();
   return deleted;
+}
+
+bool Journal::label_run(int64_t run_id, const std::string& name, const std::string& notes) {
+  const size_t b = name.find_first_not_of(" \t\r\n"), e = name.find_last_not_of(" \t\r\n");
+  if (b == std::string::npos)
+    throw Error("a run's name cannot be empty", "give the run a name, or keep the one it has");
+  WriteTransaction tx(db_, path_, "label_run");
+  Stmt s(db_, path_, "UPDATE runs SET name = ?, notes = ? WHERE id = ?");
+  s.bind(1, name.substr(b, e - b + 1)).bind(2, notes).bind(3, run_id).run();
+  const bool changed = sqlite3_changes(db_) > 0;
+  tx.commit();
+  return changed;
 }
 
 bool Journal::delete_run(int64_t run_id) {

@@ -35,6 +35,9 @@ std::vector<ConfigKey> make_table() {
       k("", "output_dir", "string", "a folder, or empty",
         "Where checkpoints/ and the final adapter/ go; empty: a new folder in $XDG_DATA_HOME/forja/runs "
         "(~/.local/share/forja/runs) named after the model and the time, as the window names it."),
+      k("", "run_name", "string", "text, or empty",
+        "The run's name in the Runs pane and the journal; empty: output_dir's folder name."),
+      k("", "notes", "string", "text", "Your notes on the run, kept with it in the journal."),
       k("", "device", "string", "auto, cpu, cuda, cuda:N",
         "Where to train; auto takes CUDA when a GPU is visible."),
       k("", "dtype", "string", "auto, fp32, bf16, fp16",

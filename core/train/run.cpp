@@ -50,7 +50,7 @@ nlohmann::json resume_relevant(const std::string& config_json) {
                       j.value("world_size", int64_t{1});
   for (const char* k :
        {"world_size", "checkpoint_every", "keep_checkpoints", "eval_every", "early_stopping_patience",
-        "early_stopping_min_delta", "output_dir", "device", "batch_size", "grad_accum",
+        "early_stopping_min_delta", "output_dir", "run_name", "notes", "device", "batch_size", "grad_accum",
         "activation_checkpointing", "selective_checkpointing", "nf4_cache"})
     j.erase(k);
   return j;

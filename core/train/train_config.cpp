@@ -117,6 +117,8 @@ TrainConfig train_config_from_json(const std::string& text, const std::string& s
   r.get("base_quant", c.base_quant);
   r.get("nf4_double_quant", c.nf4_double_quant);
   r.get("nf4_cache", c.nf4_cache);
+  r.get("run_name", c.run_name);
+  r.get("notes", c.notes);
   r.get("train_file", c.train_file);
   r.get("eval_file", c.eval_file);
   r.get("data_format", c.data_format);
@@ -227,6 +229,8 @@ std::string train_config_to_json(const TrainConfig& c) {
             {"base_quant", c.base_quant},
             {"nf4_double_quant", c.nf4_double_quant},
             {"nf4_cache", c.nf4_cache},
+            {"run_name", c.run_name},
+            {"notes", c.notes},
             {"train_file", c.train_file},
             {"eval_file", c.eval_file},
             {"data_format", c.data_format},

@@ -1613,6 +1613,26 @@ commit %2%3</translation>
         <source>Runs</source>
         <translation>Execuções</translation>
     </message>
+    <message>
+        <source>What this run tried, what came of it</source>
+        <translation>O que esta execução tentou e o que saiu dela</translation>
+    </message>
+    <message>
+        <source>Save name and notes</source>
+        <translation>Salvar nome e notas</translation>
+    </message>
+    <message>
+        <source>Name:</source>
+        <translation>Nome:</translation>
+    </message>
+    <message>
+        <source>Notes:</source>
+        <translation>Notas:</translation>
+    </message>
+    <message>
+        <source>Notes: %1</source>
+        <translation>Notas: %1</translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::ServeBox</name>
@@ -2143,6 +2163,26 @@ commit %2%3</translation>
     <message>
         <source>Steps / epochs (0: steps):</source>
         <translation>Passos / épocas (0: passos):</translation>
+    </message>
+    <message>
+        <source>the output folder&apos;s name</source>
+        <translation>o nome da pasta de saída</translation>
+    </message>
+    <message>
+        <source>The run&apos;s name in the Runs pane; it can be changed there later</source>
+        <translation>O nome da execução no painel Execuções; dá para mudá-lo lá depois</translation>
+    </message>
+    <message>
+        <source>what this run tries (kept with it in the Runs pane)</source>
+        <translation>o que esta execução tenta (guardado com ela no painel Execuções)</translation>
+    </message>
+    <message>
+        <source>Run name:</source>
+        <translation>Nome da execução:</translation>
+    </message>
+    <message>
+        <source>Notes:</source>
+        <translation>Notas:</translation>
     </message>
 </context>
 <context>

@@ -4,6 +4,8 @@
 #include <QDir>
 #include <QFile>
 #include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -88,6 +90,36 @@ class TestRunsExport : public QObject {
     QCOMPARE(deleted.at(0).at(0).toInt(), 1);
     QTRY_COMPARE_WITH_TIMEOUT(list->topLevelItemCount(), 0, 10000);
     QVERIFY(forja::test::read_journal(window_).runs().empty());
+  }
+
+  void nameAndNotesAreEditedInThePane() {
+    // The selected run's name and notes: edited in the pane, written to the journal off the GUI thread, shown
+    // in the list and the details; an empty name is not offered for saving.
+    auto* name = pane_->findChild<QLineEdit*>(QStringLiteral("runNameEdit"));
+    auto* notes = pane_->findChild<QPlainTextEdit*>(QStringLiteral("runNotesEdit"));
+    auto* save = pane_->findChild<QPushButton*>(QStringLiteral("saveRunLabelButton"));
+    auto* list = pane_->findChild<QTreeWidget*>(QStringLiteral("runList"));
+    QCOMPARE(name->text(), QStringLiteral("fixture-run"));
+    QVERIFY(name->isEnabled() && notes->isEnabled());
+    QVERIFY(!save->isEnabled());
+    name->setText(QStringLiteral("  "));
+    QVERIFY(!save->isEnabled());
+    name->setText(QStringLiteral("Receitas em português "));
+    notes->setPlainText(QStringLiteral("rank 8\ntwo epochs"));
+    QVERIFY(save->isEnabled());
+    QTest::mouseClick(save, Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(list->topLevelItem(0)->text(0), QStringLiteral("Receitas em português"), 5000);
+    QCOMPARE(list->topLevelItem(0)->toolTip(0), QStringLiteral("rank 8\ntwo epochs"));
+    QVERIFY(!save->isEnabled());
+    QVERIFY(pane_->findChild<QPlainTextEdit*>(QStringLiteral("runDetails"))
+                ->toPlainText()
+                .contains(QStringLiteral("Notes: rank 8")));
+    const forja::RunRecord r = forja::test::read_journal(window_).runs().front();
+    QCOMPARE(r.name, std::string("Receitas em português"));
+    QCOMPARE(r.notes, std::string("rank 8\ntwo epochs"));
+    // With no run selected there is nothing to edit.
+    list->clearSelection();
+    QVERIFY(!name->isEnabled() && name->text().isEmpty() && !save->isEnabled());
   }
 
   void exportsInTheBackgroundWithProgress() {

@@ -126,6 +126,9 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QVERIFY(loss->findChild<QCPItemText*>(QStringLiteral("emptyPlotText"))->visible());
   QVERIFY(!loss->xAxis->tickLabels());
   QCOMPARE(loss->legend->itemCount(), 0);
+  pane_->findChild<QLineEdit*>(QStringLiteral("trainRunName"))->setText(QStringLiteral("Seis passos"));
+  pane_->findChild<QLineEdit*>(QStringLiteral("trainNotes"))
+      ->setText(QStringLiteral("a first try, on the CPU"));
   const QJsonObject cfg = QJsonDocument::fromJson(pane_->config_json().toUtf8()).object();
   QCOMPARE(cfg.value(QStringLiteral("max_steps")).toInt(), 6);
   QSignalSpy finished(pane_, &TrainPane::run_finished);
@@ -137,6 +140,12 @@ void TestTrainPane::trainsAndPlotsEveryStep() {
   QCOMPARE(r.value(QStringLiteral("outcome")).toString(), QStringLiteral("finished"));
   QCOMPARE(r.value(QStringLiteral("steps")).toInt(), 6);
   QCOMPARE(pane_->plotted_steps(), 6);
+  {
+    // The run is journalled under the name and notes the form gave it.
+    forja::Journal journal(tmp_->filePath(QStringLiteral("journal.db")).toStdString());
+    QCOMPARE(journal.runs().front().name, std::string("Seis passos"));
+    QCOMPARE(journal.runs().front().notes, std::string("a first try, on the CPU"));
+  }
   // The speed plot shows the worker's real-token rate, and beside it the rate of positions with padding; the
   // progress lines count real, trained and padded positions apart.
   {
@@ -560,6 +569,8 @@ void TestTrainPane::formShowsARunsWholeConfig() {
   c.model_dir = kModel.toStdString();
   c.output_dir = tmp_->filePath(QStringLiteral("restored")).toStdString();
   c.train_file = "/data/chats.jsonl";
+  c.run_name = "Portuguese chats, r8";
+  c.notes = "half the learning rate of the last one";
   c.data_format = "alpaca";
   c.eval_fraction = 0.25;
   c.on_bad_record = "skip";

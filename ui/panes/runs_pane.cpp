@@ -3,11 +3,13 @@
 
 #include <QDir>
 #include <QFileDialog>
+#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
@@ -145,6 +147,7 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   connect(list_, &QTreeWidget::itemSelectionChanged, this, [this] {
     update_plot();
     update_details();
+    update_label_editor();
     update_buttons();
   });
   auto* del = new QShortcut(QKeySequence::Delete, list_, nullptr, nullptr, Qt::WidgetShortcut);
@@ -165,9 +168,44 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   details_->setReadOnly(true);
   details_->setPlaceholderText(tr("Select a run to see its configuration."));
 
+  name_edit_ = new QLineEdit;
+  name_edit_->setObjectName(QStringLiteral("runNameEdit"));
+  notes_edit_ = new QPlainTextEdit;
+  notes_edit_->setObjectName(QStringLiteral("runNotesEdit"));
+  notes_edit_->setPlaceholderText(tr("What this run tried, what came of it"));
+  notes_edit_->setTabChangesFocus(true);
+  notes_edit_->setMaximumHeight(notes_edit_->fontMetrics().lineSpacing() * 5);
+  save_label_ = new QPushButton(tr("Save name and notes"));
+  save_label_->setObjectName(QStringLiteral("saveRunLabelButton"));
+  connect(save_label_, &QPushButton::clicked, this, &RunsPane::save_label);
+  for (auto* w : {static_cast<QWidget*>(name_edit_), static_cast<QWidget*>(notes_edit_)})
+    w->setEnabled(false);
+  save_label_->setEnabled(false);
+  // Saving is offered once the text differs from what the journal holds.
+  auto edited = [this] {
+    const auto it =
+        std::find_if(runs_.begin(), runs_.end(), [&](const auto& r) { return r.id == label_run_id_; });
+    save_label_->setEnabled(it != runs_.end() && !name_edit_->text().trimmed().isEmpty() &&
+                            (name_edit_->text().trimmed() != QString::fromStdString(it->name) ||
+                             notes_edit_->toPlainText() != QString::fromStdString(it->notes)));
+  };
+  connect(name_edit_, &QLineEdit::textChanged, this, edited);
+  connect(notes_edit_, &QPlainTextEdit::textChanged, this, edited);
+  connect(name_edit_, &QLineEdit::returnPressed, this, &RunsPane::save_label);
+  auto* label_form = new QFormLayout;
+  label_form->setRowWrapPolicy(QFormLayout::WrapLongRows);
+  label_form->addRow(tr("Name:"), name_edit_);
+  label_form->addRow(tr("Notes:"), notes_edit_);
+  label_form->addRow(QString(), save_label_);
+  auto* side = new QWidget;
+  auto* side_layout = new QVBoxLayout(side);
+  side_layout->setContentsMargins(0, 0, 0, 0);
+  side_layout->addLayout(label_form);
+  side_layout->addWidget(details_, 1);
+
   auto* bottom = new QSplitter(Qt::Horizontal);
   bottom->addWidget(plot_);
-  bottom->addWidget(details_);
+  bottom->addWidget(side);
   bottom->setStretchFactor(0, 3);
   bottom->setStretchFactor(1, 2);
   auto* split = new QSplitter(Qt::Vertical);
@@ -232,7 +270,7 @@ void RunsPane::show_runs(std::vector<forja::RunRecord> runs) {
     signature += QByteArray::number(qlonglong(r.id)) + ':' + forja::to_string(r.status) + ':' +
                  QByteArray::number(qlonglong(r.last_step)) + ':' +
                  QByteArray::number(qlonglong(r.ended_at_ms.value_or(0))) + ':' + r.adapter_path.c_str() +
-                 ';';
+                 ':' + QByteArray::number(qHash(QByteArray::fromStdString(r.name + '\n' + r.notes))) + ';';
   }
   const bool running = std::any_of(runs.begin(), runs.end(),
                                    [](const auto& r) { return r.status == forja::RunStatus::Running; });
@@ -248,6 +286,7 @@ void RunsPane::show_runs(std::vector<forja::RunRecord> runs) {
     auto* item = new QTreeWidgetItem(list_);
     item->setData(NameCol, Qt::UserRole, QVariant::fromValue<qlonglong>(r.id));
     item->setText(NameCol, QString::fromStdString(r.name));
+    if (!r.notes.empty()) item->setToolTip(NameCol, QString::fromStdString(r.notes));
     item->setText(StatusCol, status_text(r.status));
     item->setIcon(StatusCol, QIcon(status_icon(r.status)));
     item->setText(ModelCol, QString::fromStdString(std::filesystem::path(r.model_dir).filename().string()));
@@ -267,6 +306,7 @@ void RunsPane::show_runs(std::vector<forja::RunRecord> runs) {
   select_runs(keep);
   update_plot();
   update_details();
+  update_label_editor();
   update_buttons();
 }
 
@@ -349,6 +389,7 @@ void RunsPane::update_details() {
   const forja::RunRecord& r = *it;
   QStringList lines;
   lines << tr("Run %1 — %2").arg(r.id).arg(QString::fromStdString(r.name));
+  if (!r.notes.empty()) lines << tr("Notes: %1").arg(QString::fromStdString(r.notes));
   lines << tr("Status: %1").arg(status_text(r.status));
   lines << tr("Model: %1").arg(QString::fromStdString(r.model_dir));
   if (!r.dataset_path.empty()) lines << tr("Dataset: %1").arg(QString::fromStdString(r.dataset_path));
@@ -379,6 +420,39 @@ void RunsPane::update_details() {
       },
       // The list and the plot already report a broken journal; the details stay as complete as they can.
       [](const JournalFailure&) {});
+}
+
+void RunsPane::update_label_editor() {
+  const std::vector<int64_t> ids = selected_run_ids();
+  const auto it = ids.size() == 1 ? std::find_if(runs_.begin(), runs_.end(),
+                                                 [&](const auto& r) { return r.id == ids.front(); })
+                                  : runs_.end();
+  const int64_t id = it == runs_.end() ? 0 : it->id;
+  // A poll that rebuilt the list keeps what the user is typing into the same run's fields.
+  if (id == label_run_id_ && id != 0 && save_label_->isEnabled()) return;
+  label_run_id_ = id;
+  const QSignalBlocker block_name(name_edit_), block_notes(notes_edit_);
+  name_edit_->setText(id ? QString::fromStdString(it->name) : QString());
+  notes_edit_->setPlainText(id ? QString::fromStdString(it->notes) : QString());
+  name_edit_->setEnabled(id != 0 && !journal_error_);
+  notes_edit_->setEnabled(id != 0 && !journal_error_);
+  save_label_->setEnabled(false);
+}
+
+void RunsPane::save_label() {
+  if (!label_run_id_ || !save_label_->isEnabled()) return;
+  const int64_t id = label_run_id_;
+  const std::string name = name_edit_->text().trimmed().toStdString();
+  const std::string notes = notes_edit_->toPlainText().toStdString();
+  save_label_->setEnabled(false);
+  error_->clear();
+  context_.journal->request(
+      this, [id, name, notes](forja::Journal& j) { return j.label_run(id, name, notes); },
+      [this](bool) { refresh(); },
+      [this](const JournalFailure& why) {
+        error_->show_error(why.message, why.hint);
+        save_label_->setEnabled(true);
+      });
 }
 
 void RunsPane::update_buttons() {

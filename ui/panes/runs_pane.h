@@ -19,6 +19,7 @@
 
 class QCustomPlot;
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
 class QTimer;
@@ -89,6 +90,8 @@ class RunsPane : public Pane {
                  const std::vector<std::vector<forja::MetricPoint>>& metrics);
   void write_metrics_csv(std::string csv, const QString& path);
   void update_details();
+  void update_label_editor();
+  void save_label();
   void update_buttons();
   void show_journal_error(const QString& message, const QString& hint);
 
@@ -99,6 +102,11 @@ class RunsPane : public Pane {
   QTreeWidget* list_;
   QCustomPlot* plot_;
   QPlainTextEdit* details_;
+  // The selected run's name and notes, editable; saved to the journal by save_label_.
+  QLineEdit* name_edit_;
+  QPlainTextEdit* notes_edit_;
+  QPushButton* save_label_;
+  int64_t label_run_id_ = 0;  // the run the editor shows; 0: none
   QPushButton* delete_;
   QPushButton* chat_;
   QPushButton* export_;

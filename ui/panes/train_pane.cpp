@@ -254,6 +254,11 @@ QWidget* TrainPane::build_form() {
   for (const Preset& p : kPresets) preset_->addItem(tr(p.label), QString::fromLatin1(p.name));
   output_dir_ = new QLineEdit;
   output_dir_->setObjectName(QStringLiteral("trainOutputDir"));
+  run_name_ = new QLineEdit;
+  run_name_->setPlaceholderText(tr("the output folder's name"));
+  run_name_->setToolTip(tr("The run's name in the Runs pane; it can be changed there later"));
+  notes_ = new QLineEdit;
+  notes_->setPlaceholderText(tr("what this run tries (kept with it in the Runs pane)"));
   rank_ = int_box(1, 1024, 16);
   alpha_ = real_box(0.1, 4096, 32, 1, 1);
   dropout_ = real_box(0, 0.9, 0.05, 2, 0.05);
@@ -312,6 +317,8 @@ QWidget* TrainPane::build_form() {
   form->setRowWrapPolicy(QFormLayout::WrapLongRows);
   form->addRow(tr("Preset:"), preset_);
   form->addRow(tr("Output folder:"), output_dir_);
+  form->addRow(tr("Run name:"), run_name_);
+  form->addRow(tr("Notes:"), notes_);
   form->addRow(tr("LoRA rank / alpha:"), pair_row(rank_, alpha_));
   form->addRow(tr("LoRA dropout:"), dropout_);
   form->addRow(tr("LoRA targets:"), targets_);
@@ -426,6 +433,8 @@ void TrainPane::bind_form() {
   // The form's fields and the config values they edit, both ways: config_json, restore_run, the presets and
   // the memory estimate all go through this list.
   form_ = {
+      line_field("trainRunName", run_name_, &TrainConfig::run_name),
+      line_field("trainNotes", notes_, &TrainConfig::notes),
       number_field("trainRank", rank_, &TrainConfig::lora, &LoraSettings::rank),
       number_field("trainAlpha", alpha_, &TrainConfig::lora, &LoraSettings::alpha),
       number_field("trainDropout", dropout_, &TrainConfig::lora, &LoraSettings::dropout),

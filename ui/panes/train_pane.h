@@ -124,7 +124,9 @@ class TrainPane : public Pane {
   QLabel* inputs_;
   QComboBox* preset_;
   QLineEdit* output_dir_;
-  QLineEdit* targets_;    // LoRA target modules, comma-separated
+  QLineEdit* targets_;   // LoRA target modules, comma-separated
+  QLineEdit* run_name_;  // empty: the output folder's name
+  QLineEdit* notes_;
   QLineEdit* eval_file_;  // a held-out dataset; empty: the Data pane's eval fraction of the training file
   QSpinBox *rank_, *steps_, *batch_, *accum_, *max_len_, *warmup_, *eval_every_, *ckpt_every_, *seed_;
   QSpinBox* patience_;         // early stopping: evals without improvement; 0: off

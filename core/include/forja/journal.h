@@ -35,6 +35,7 @@ struct NewRun {
   std::string config_json;  // the training config as the worker received it
   int64_t total_steps = 0;
   int64_t worker_pid = 0;  // 0 when no separate worker process runs it
+  std::string notes;
 };
 
 struct RunRecord {
@@ -58,6 +59,7 @@ struct RunRecord {
   // ends at its last recorded step), so the gaps while it was paused, dead or waiting are not counted.
   int64_t active_ms = 0;
   std::optional<int64_t> resumed_at_ms;  // the start of the stretch still open; none when it is closed
+  std::string notes;                     // the user's own words about the run
   int64_t running_ms(int64_t now_ms) const {
     if (!resumed_at_ms) return active_ms;
     const int64_t end = status == RunStatus::Running ? now_ms : ended_at_ms.value_or(*resumed_at_ms);
@@ -114,7 +116,7 @@ struct MessageRecord {
 class Journal {
  public:
   // The schema version this build writes; a file with a newer one is refused, an older one is migrated.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating when missing, with its folder) and migrates the journal at `path`. Throws forja::Error
   // naming the file when it is not a journal, is from a newer Forja, or cannot be opened.
@@ -141,6 +143,8 @@ class Journal {
   void fail_run(int64_t run_id, const std::string& message, const std::string& hint);
   std::optional<RunRecord> run(int64_t run_id);
   std::vector<RunRecord> runs();  // newest first
+  // Names the run (trimmed; an empty name throws) and replaces its notes; false when there is no such run.
+  bool label_run(int64_t run_id, const std::string& name, const std::string& notes);
   // Deletes the run with its metrics and checkpoint rows (not the files on disk); false when there was none.
   bool delete_run(int64_t run_id);
   // Marks every Running run whose worker is gone as Interrupted and returns how many; `is_alive(pid)` decides

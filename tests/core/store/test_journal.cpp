@@ -151,6 +151,7 @@ class TestJournal : public QObject {
   void createsSchemaInWalMode();
   void refusesNewerSchema();
   void migratesVersionOneJournal();
+  void runsCarryANameAndNotes();
   void refusesForeignDatabase();
   void refusesNonDatabaseFile();
   void runLifecycle();
@@ -258,6 +259,30 @@ PRAGMA user_version=1;
   QCOMPARE(m[1].trained_tokens.value_or(0), int64_t{400});
   QCOMPARE(m[1].positions.value_or(0), int64_t{1024});
   QCOMPARE(m[1].eval_loss.value_or(0), 2.2);
+  // The run from before notes existed has none, and can be given a name and notes.
+  QCOMPARE(j.run(1)->notes, std::string());
+  QVERIFY(j.label_run(1, "old", "kept"));
+  QCOMPARE(j.run(1)->notes, std::string("kept"));
+}
+
+void TestJournal::runsCarryANameAndNotes() {
+  QTemporaryDir dir;
+  Journal j(temp_file(dir, "j.db"));
+  forja::NewRun r;
+  r.name = "folder";
+  r.model_dir = "/m";
+  r.notes = "lr 2e-4, the Portuguese set";
+  const int64_t id = j.create_run(r);
+  QCOMPARE(j.run(id)->notes, r.notes);
+  QCOMPARE(j.runs().front().notes, r.notes);
+  // Renamed with its words trimmed; notes kept as written (line breaks included).
+  QVERIFY(j.label_run(id, "  Portuguese, second try \n", "line one\nline two"));
+  QCOMPARE(j.run(id)->name, std::string("Portuguese, second try"));
+  QCOMPARE(j.run(id)->notes, std::string("line one\nline two"));
+  // An empty name is refused and changes nothing; an unknown run says so.
+  QVERIFY_THROWS_EXCEPTION(forja::Error, j.label_run(id, " \t", "lost"));
+  QCOMPARE(j.run(id)->notes, std::string("line one\nline two"));
+  QVERIFY(!j.label_run(id + 1, "x", ""));
 }
 
 void TestJournal::refusesForeignDatabase() {
