@@ -132,7 +132,8 @@ ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tokenizer, std::string
   // No template and no hint: the special tokens say which family the vocabulary was made for.
   auto has = [&](const char* piece) { return tokenizer.piece_to_id(piece).has_value(); };
   if (has("<|start_header_id|>") && has("<|eot_id|>")) return builtin("llama3", &tokenizer);
-  if (has("<|im_start|>") && has("<|im_end|>")) return builtin("chatml", &tokenizer);
+  if (has("<|im_start|>") && has("<|im_end|>"))
+    return builtin(has("<think>") && has("</think>") ? "qwen3" : "chatml", &tokenizer);
   if (has("<|user|>") && has("<|assistant|>") && has("<|end|>")) return builtin("phi3", &tokenizer);
   if (has("<|user|>") && has("<|assistant|>")) return builtin("zephyr", &tokenizer);
   if (has("<start_of_turn>") && has("<end_of_turn>")) return builtin("gemma", &tokenizer);

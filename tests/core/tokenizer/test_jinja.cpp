@@ -292,7 +292,7 @@ class TestJinja : public QObject {
 
   void builtin_templates() {
     const auto names = forja::ChatTemplate::builtin_names();
-    for (const char* n : {"chatml", "gemma", "gpt2", "llama2", "llama3", "mistral", "phi3", "zephyr"})
+    for (const char* n : {"chatml", "gemma", "gpt2", "llama2", "llama3", "mistral", "phi3", "qwen3", "zephyr"})
       QVERIFY(std::find(names.begin(), names.end(), n) != names.end());
     QVERIFY_THROWS_EXCEPTION(forja::Error, forja::ChatTemplate::builtin("nope"));
     const auto chatml = forja::ChatTemplate::builtin("chatml");
@@ -323,6 +323,26 @@ class TestJinja : public QObject {
                          "<|endoftext|>"));
     QCOMPARE(phi3.render({{"user", "2+2?"}}, gen).text,
              std::string("<|user|>\n2+2?<|end|>\n<|assistant|>\n"));
+    // Qwen3's: an answer before the last user message loses its <think> block, one after it keeps it, and
+    // enable_thinking=false opens the reply with an empty block.
+    const forja::ChatTemplate qwen3(forja::ChatTemplate::builtin_source("qwen3"), "built-in qwen3", "",
+                                    "<|im_end|>");
+    const std::vector<forja::ChatMessage> turn = {{"user", "2+2?"},
+                                                  {"assistant", "<think>\nadd\n</think>\n\nFour."}};
+    forja::ChatRenderOptions no_thinking = gen;
+    no_thinking.extra_variables_json = R"({"enable_thinking": false})";
+    std::vector<forja::ChatMessage> two = turn;
+    two.push_back({"user", "3+3?"});
+    QCOMPARE(qwen3.render(two, no_thinking).text,
+             std::string("<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\nFour.<|im_end|>\n"
+                         "<|im_start|>user\n3+3?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+    const forja::RenderedChat kept = qwen3.render(turn, no_prompt);
+    QCOMPARE(kept.text, std::string("<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\nadd\n"
+                                    "</think>\n\nFour.<|im_end|>\n"));
+    QCOMPARE(kept.assistant_spans.size(), size_t{1});
+    QCOMPARE(kept.text.substr(kept.assistant_spans[0].first,
+                              kept.assistant_spans[0].second - kept.assistant_spans[0].first),
+             std::string("<think>\nadd\n</think>\n\nFour.<|im_end|>"));
   }
 };
 

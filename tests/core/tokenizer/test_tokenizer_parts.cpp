@@ -144,6 +144,8 @@ class TestTokenizerParts : public QObject {
     QCOMPARE(with({"<|user|>", "<|assistant|>", "<|end|>"}), std::string("built-in phi3"));
     QCOMPARE(with({"<|user|>", "<|assistant|>"}), std::string("built-in zephyr"));
     QCOMPARE(with({"<|im_start|>", "<|im_end|>"}), std::string("built-in chatml"));
+    // A ChatML vocabulary with reasoning markers is Qwen3's.
+    QCOMPARE(with({"<|im_start|>", "<|im_end|>", "<think>", "</think>"}), std::string("built-in qwen3"));
   }
 
   void added_tokens_with_lstrip_and_rstrip() {
