@@ -709,6 +709,24 @@ std::vector<ChatRecord> Journal::chats() {
   return out;
 }
 
+std::vector<int64_t> Journal::find_chats(const std::string& text) {
+  // LIKE with the wildcards of the text escaped: what the user typed is matched literally, ASCII letters in
+  // either case.
+  std::string pattern = "%";
+  for (char ch : text) {
+    if (ch == '%' || ch == '_' || ch == '\\') pattern += '\\';
+    pattern += ch;
+  }
+  pattern += '%';
+  Stmt s(db_, path_,
+         "SELECT id FROM chats c WHERE c.title LIKE ?1 ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE "
+         "m.chat_id = c.id AND m.content LIKE ?1 ESCAPE '\\') ORDER BY updated_at DESC, id DESC");
+  s.bind(1, pattern);
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(s.i64(0));
+  return out;
+}
+
 std::vector<MessageRecord> Journal::messages(int64_t chat_id) {
   Stmt s(db_, path_,
          "SELECT id, chat_id, role, content, created_at FROM messages WHERE chat_id = ? ORDER BY id");

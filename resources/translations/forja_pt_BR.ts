@@ -495,6 +495,54 @@ Ajustado: %2</translation>
         <source>context %1 of %2 tokens</source>
         <translation>contexto: %1 de %2 tokens</translation>
     </message>
+    <message>
+        <source>Search chats</source>
+        <translation>Buscar conversas</translation>
+    </message>
+    <message>
+        <source>Export…</source>
+        <translation>Exportar…</translation>
+    </message>
+    <message>
+        <source>Save the conversation as Markdown, or as a line of chat training data</source>
+        <translation>Salvar a conversa em Markdown, ou como uma linha de dados de treino de chat</translation>
+    </message>
+    <message>
+        <source>Markdown…</source>
+        <translation>Markdown…</translation>
+    </message>
+    <message>
+        <source>Export chat as Markdown</source>
+        <translation>Exportar conversa em Markdown</translation>
+    </message>
+    <message>
+        <source>Markdown (*.md)</source>
+        <translation>Markdown (*.md)</translation>
+    </message>
+    <message>
+        <source>Training data (JSONL)…</source>
+        <translation>Dados de treino (JSONL)…</translation>
+    </message>
+    <message>
+        <source>Export chat as training data</source>
+        <translation>Exportar conversa como dados de treino</translation>
+    </message>
+    <message>
+        <source>JSON Lines (*.jsonl)</source>
+        <translation>JSON Lines (*.jsonl)</translation>
+    </message>
+    <message>
+        <source>This chat has no finished exchange to export as training data.</source>
+        <translation>Esta conversa não tem nenhuma troca concluída para exportar como dados de treino.</translation>
+    </message>
+    <message>
+        <source>Send a message and let the answer finish, then export again.</source>
+        <translation>Envie uma mensagem, deixe a resposta terminar e exporte de novo.</translation>
+    </message>
+    <message>
+        <source>Choose another file or folder.</source>
+        <translation>Escolha outro arquivo ou pasta.</translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::ChatWorker</name>

@@ -7,7 +7,11 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "chat_export.h"
 #include "chat_worker.h"
 #include "error_box.h"
 #include "forja/file_util.h"
@@ -172,6 +177,7 @@ class TestChatPane : public QObject {
   void adapterSwitchesWithoutReload();
   void compareShowsBothAnswersWithScores();
   void chatsAreKeptAndReopen();
+  void chatsAreSearchedAndExported();
   void fourBitBaseReloadsAndKeepsTheChat();
   void modelWithoutTokenizerShowsError();
   void staysResponsiveWhileGenerating();
@@ -504,6 +510,78 @@ void TestChatPane::chatsAreKeptAndReopen() {
   QVERIFY(forja::test::read_journal(window_).chats().empty());
   QCOMPARE(pane_->chat_id(), int64_t{0});
   QVERIFY(child<QTextBrowser>("conversation")->toPlainText().isEmpty());
+}
+
+void TestChatPane::chatsAreSearchedAndExported() {
+  open_model(model_dir_);
+  child<QSpinBox>("maxNewTokens")->setValue(8);
+  send_message(QStringLiteral("Hello, how are you?"));
+  QTest::mouseClick(child<QPushButton>("newChat"), Qt::LeftButton);
+  QTest::keyClicks(child<QPlainTextEdit>("systemPrompt"), QStringLiteral("Be brief."));
+  send_message(QStringLiteral("What is LoRA?"));
+  const QString answer = last_reply().text;
+  auto* list = child<QListWidget>("chatList");
+  QTRY_COMPARE_WITH_TIMEOUT(list->count(), 2, 5000);
+  auto visible = [&] {
+    QStringList titles;
+    for (int row = 0; row < list->count(); ++row)
+      if (!list->item(row)->isHidden()) titles << list->item(row)->text();
+    return titles;
+  };
+  // The search reads titles and messages in the journal (the answers too), ASCII in either case.
+  auto* search = child<QLineEdit>("chatSearch");
+  QSignalSpy filtered(pane_, &ChatPane::chats_filtered);
+  search->setText(QStringLiteral("lora"));
+  QTRY_COMPARE_WITH_TIMEOUT(filtered.count(), 1, 5000);
+  QCOMPARE(visible(), QStringList{QStringLiteral("What is LoRA?")});
+  search->setText(QStringLiteral("HOW ARE"));
+  QTRY_COMPARE_WITH_TIMEOUT(filtered.count(), 2, 5000);
+  QCOMPARE(visible(), QStringList{QStringLiteral("Hello, how are you?")});
+  search->clear();
+  QTRY_COMPARE_WITH_TIMEOUT(filtered.count(), 3, 5000);
+  QCOMPARE(visible().size(), 2);
+
+  // The open chat as Markdown, and as one line of training data in the chat shape.
+  QSignalSpy exported(pane_, &ChatPane::chat_exported);
+  const QString md = tmp_->filePath(QStringLiteral("chat.md"));
+  pane_->export_chat(QStringLiteral("markdown"), md);
+  QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 1, 5000);
+  QVERIFY(exported.at(0).at(0).toBool());
+  QFile md_file(md);
+  QVERIFY(md_file.open(QIODevice::ReadOnly));
+  const QString text = QString::fromUtf8(md_file.readAll());
+  QVERIFY2(text.startsWith(QStringLiteral("# What is LoRA?\n")) &&
+               text.contains(QStringLiteral("**System:** Be brief.")) &&
+               text.contains(QStringLiteral("## User\n\nWhat is LoRA?")) &&
+               text.contains(QStringLiteral("## Assistant\n\n") + answer.trimmed()),
+           qPrintable(text));
+  const QString jsonl = tmp_->filePath(QStringLiteral("chat.jsonl"));
+  pane_->export_chat(QStringLiteral("training"), jsonl);
+  QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 2, 5000);
+  QFile line_file(jsonl);
+  QVERIFY(line_file.open(QIODevice::ReadOnly));
+  const QList<QByteArray> lines = line_file.readAll().split('\n');
+  QCOMPARE(lines.size(), 2);  // one record and the final newline
+  const QJsonArray messages =
+      QJsonDocument::fromJson(lines[0]).object().value(QStringLiteral("messages")).toArray();
+  QCOMPARE(messages.size(), 3);
+  QCOMPARE(messages[0].toObject().value(QStringLiteral("role")).toString(), QStringLiteral("system"));
+  QCOMPARE(messages[1].toObject().value(QStringLiteral("content")).toString(),
+           QStringLiteral("What is LoRA?"));
+  QCOMPARE(messages[2].toObject().value(QStringLiteral("content")).toString(), answer);
+  // A stopped answer is not training data: its exchange is left out, and a chat of nothing else has no line.
+  using forja::ui::ExportedTurn;
+  const QVector<ExportedTurn> turns = {{QStringLiteral("user"), QStringLiteral("a"), false},
+                                       {QStringLiteral("assistant"), QStringLiteral("cut"), true},
+                                       {QStringLiteral("user"), QStringLiteral("b"), false},
+                                       {QStringLiteral("assistant"), QStringLiteral("whole"), false}};
+  const QJsonArray kept = QJsonDocument::fromJson(forja::ui::chat_as_training_record({}, turns))
+                              .object()
+                              .value(QStringLiteral("messages"))
+                              .toArray();
+  QCOMPARE(kept.size(), 2);
+  QCOMPARE(kept[1].toObject().value(QStringLiteral("content")).toString(), QStringLiteral("whole"));
+  QVERIFY(forja::ui::chat_as_training_record({}, turns.mid(0, 2)).isEmpty());
 }
 
 // The 4-bit choice reloads the model with an NF4 base (the adapter with it), keeps the conversation, and

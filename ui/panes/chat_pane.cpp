@@ -11,7 +11,9 @@
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -30,6 +32,8 @@
 #include <limits>
 #include <optional>
 
+#include "background_write.h"
+#include "chat_export.h"
 #include "error_box.h"
 #include "forja/error.h"
 #include "forja/journal.h"
@@ -127,11 +131,39 @@ QWidget* ChatPane::build_chat_list() {
   delete_chat_ = new QPushButton(QIcon(QStringLiteral(":/icons/delete.svg")), tr("Delete…"));
   delete_chat_->setObjectName(QStringLiteral("deleteChat"));
   delete_chat_->setToolTip(tr("Delete the selected chat and its messages (Del)"));
+  chat_search_ = new QLineEdit;
+  chat_search_->setObjectName(QStringLiteral("chatSearch"));
+  chat_search_->setPlaceholderText(tr("Search chats"));
+  chat_search_->setClearButtonEnabled(true);
+  search_timer_ = new QTimer(this);
+  search_timer_->setSingleShot(true);
+  search_timer_->setInterval(200);
+  connect(chat_search_, &QLineEdit::textChanged, search_timer_, qOverload<>(&QTimer::start));
+  connect(search_timer_, &QTimer::timeout, this, &ChatPane::apply_chat_search);
+  export_chat_ = new QPushButton(tr("Export…"));
+  export_chat_->setObjectName(QStringLiteral("exportChat"));
+  export_chat_->setToolTip(tr("Save the conversation as Markdown, or as a line of chat training data"));
+  auto* export_menu = new QMenu(export_chat_);
+  export_menu->addAction(tr("Markdown…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export chat as Markdown"),
+                                                      QStringLiteral("chat.md"), tr("Markdown (*.md)"));
+    if (!path.isEmpty()) export_chat(QStringLiteral("markdown"), path);
+  });
+  export_menu->addAction(tr("Training data (JSONL)…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export chat as training data"), QStringLiteral("chat.jsonl"), tr("JSON Lines (*.jsonl)"));
+    if (!path.isEmpty()) export_chat(QStringLiteral("training"), path);
+  });
+  export_chat_->setMenu(export_menu);
+  auto* chat_buttons = new QHBoxLayout;
+  chat_buttons->addWidget(delete_chat_);
+  chat_buttons->addWidget(export_chat_);
   auto* chats_box = new QGroupBox(tr("Chats"));
   auto* chats_layout = new QVBoxLayout(chats_box);
   chats_layout->addWidget(new_chat_);
+  chats_layout->addWidget(chat_search_);
   chats_layout->addWidget(chat_list_, 1);
-  chats_layout->addWidget(delete_chat_);
+  chats_layout->addLayout(chat_buttons);
   return chats_box;
 }
 
@@ -687,12 +719,55 @@ void ChatPane::refresh_chats() {
           describe_chat_item(item, c);
           if (c.id == chat_id_) chat_list_->setCurrentItem(item);
         }
+        if (!chat_search_->text().trimmed().isEmpty()) apply_chat_search();
         update_controls();
       },
       [this](const JournalFailure& why) {
         // The pane already said, once, that chats are not saved.
         if (!context_.journal->open_failure()) show_journal_failure(why);
       });
+}
+
+void ChatPane::apply_chat_search() {
+  const QString text = chat_search_->text().trimmed();
+  const int token = ++search_token_;
+  if (text.isEmpty()) {
+    for (int row = 0; row < chat_list_->count(); ++row) chat_list_->item(row)->setHidden(false);
+    Q_EMIT chats_filtered();
+    return;
+  }
+  context_.journal->request(
+      this, [needle = text.toStdString()](forja::Journal& j) { return j.find_chats(needle); },
+      [this, token](const std::vector<int64_t>& ids) {
+        if (token != search_token_) return;
+        for (int row = 0; row < chat_list_->count(); ++row) {
+          const int64_t id = chat_list_->item(row)->data(Qt::UserRole).toLongLong();
+          chat_list_->item(row)->setHidden(std::find(ids.begin(), ids.end(), id) == ids.end());
+        }
+        Q_EMIT chats_filtered();
+      },
+      [this](const JournalFailure& why) { show_journal_failure(why); });
+}
+
+void ChatPane::export_chat(const QString& format, const QString& path) {
+  QVector<ExportedTurn> turns;
+  for (const Shown& m : shown_) turns.push_back({m.role, m.text, m.stopped});
+  QString title = chat_list_->currentItem() ? chat_list_->currentItem()->text() : QString();
+  if (title.isEmpty()) title = tr("Chat");
+  const QByteArray content = format == QLatin1String("markdown")
+                                 ? chat_as_markdown(title, system_prompt_->toPlainText(), turns).toUtf8()
+                                 : chat_as_training_record(system_prompt_->toPlainText(), turns);
+  if (content.isEmpty()) {
+    error_->show_error(tr("This chat has no finished exchange to export as training data."),
+                       tr("Send a message and let the answer finish, then export again."));
+    Q_EMIT chat_exported(false, path);
+    return;
+  }
+  error_->clear();
+  write_file_in_background(this, content.toStdString(), path, [this, path](const QString& error) {
+    if (!error.isEmpty()) error_->show_error(error, tr("Choose another file or folder."));
+    Q_EMIT chat_exported(error.isEmpty(), path);
+  });
 }
 
 void ChatPane::describe_chat_item(QListWidgetItem* item, const forja::ChatRecord& c) {
@@ -820,6 +895,8 @@ void ChatPane::update_controls() {
   new_chat_->setEnabled(idle);
   chat_list_->setEnabled(idle && journal_ok_);
   delete_chat_->setEnabled(idle && journal_ok_ && chat_list_->currentItem() != nullptr);
+  export_chat_->setEnabled(idle && !shown_.isEmpty());
+  chat_search_->setEnabled(journal_ok_);
   if (!adapter_loaded_ && compare_mode_->isChecked()) compare_mode_->setChecked(false);
   compare_mode_->setEnabled(idle && adapter_loaded_);
   adapter_on_->setVisible(adapter_loaded_);

@@ -23,6 +23,7 @@
 class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLineEdit;
 class QListWidget;
 class QListWidgetItem;
 class QPlainTextEdit;
@@ -76,12 +77,18 @@ class ChatPane : public Pane {
   // Asks for confirmation, then deletes the selected chat from the journal.
   void delete_selected_chat();
   void refresh_chats();
+  // Writes the conversation on screen to `path`: format "markdown", or "training" for one line of chat
+  // training data. Answers with chat_exported.
+  void export_chat(const QString& format, const QString& path);
 
  Q_SIGNALS:
   void model_ready_changed(bool ready);
   void adapter_ready(const QString& adapter_dir);
   // A send or a comparison finished (stopped ones included).
   void answer_finished();
+  void chat_exported(bool ok, const QString& path);
+  // The chat list now shows only the chats that match the search box (all of them when it is empty).
+  void chats_filtered();
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -120,6 +127,7 @@ class ChatPane : public Pane {
   void save_exchange(const QString& user_text, const QString& answer);
   void show_opened_chat(int64_t chat_id, const std::vector<forja::MessageRecord>& messages,
                         const std::optional<forja::ChatRecord>& record);
+  void apply_chat_search();
   void show_journal_unavailable(const QString& message, const QString& hint);
   void show_journal_failure(const JournalFailure& why);
   // An item of the chat list showing `chat` (title, id, time and model in its tooltip).
@@ -153,7 +161,11 @@ class ChatPane : public Pane {
   QLabel* model_label_;
   ErrorBox* error_;
   QListWidget* chat_list_;
+  QLineEdit* chat_search_;
+  QTimer* search_timer_;  // a search runs once typing pauses
+  int search_token_ = 0;  // the newest search asked for; older answers are dropped
   QPushButton* delete_chat_;
+  QPushButton* export_chat_;
   QStackedWidget* views_;
   QTextBrowser* conversation_;
   QLabel* compare_prompt_;

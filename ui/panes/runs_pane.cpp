@@ -16,7 +16,6 @@
 #include <QPushButton>
 #include <QShortcut>
 #include <QSplitter>
-#include <QThread>
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -26,6 +25,7 @@
 #include <filesystem>
 #include <set>
 
+#include "background_write.h"
 #include "error_box.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
@@ -486,24 +486,10 @@ void RunsPane::export_metrics_csv(const QString& path) {
 }
 
 void RunsPane::write_metrics_csv(std::string csv, const QString& path) {
-  // The file is written on a thread of its own, not the journal's: a slow or full disk stalls neither the
-  // window nor the journal.
-  auto* error = new QString;
-  QThread* writer = QThread::create([csv = std::move(csv), file = path.toStdString(), error] {
-    try {
-      forja::write_file_atomic(file, csv);
-    } catch (const forja::Error& e) {
-      *error = QString::fromStdString(e.message());
-    }
+  write_file_in_background(this, std::move(csv), path, [this, path](const QString& error) {
+    if (!error.isEmpty()) error_->show_error(error, tr("Choose another file or folder."));
+    Q_EMIT metrics_exported(error.isEmpty(), path);
   });
-  connect(writer, &QThread::finished, this, [this, writer, error, path] {
-    const bool ok = error->isEmpty();
-    if (!ok) error_->show_error(*error, tr("Choose another file or folder."));
-    delete error;
-    writer->deleteLater();
-    Q_EMIT metrics_exported(ok, path);
-  });
-  writer->start();
 }
 
 void RunsPane::export_selected(const QString& format, const QString& destination) {

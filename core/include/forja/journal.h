@@ -179,6 +179,8 @@ class Journal {
                        const std::vector<std::pair<std::string, std::string>>& messages);
   std::vector<ChatRecord> chats();  // most recently updated first
   std::vector<MessageRecord> messages(int64_t chat_id);
+  // The chats whose title or any message contains `text` (ASCII letters in either case), most recent first.
+  std::vector<int64_t> find_chats(const std::string& text);
   bool delete_chat(int64_t chat_id);
 
  private:

@@ -501,6 +501,15 @@ void TestJournal::chatsAndMessages() {
   QCOMPARE(msgs[0].role, std::string("system"));
   QCOMPARE(msgs[2].content, std::string("A low-rank adapter."));
   QCOMPARE(j.messages(newer)[0].content, std::string("Olá"));
+  // Search: titles and every message, ASCII in either case, most recent first, wildcards taken literally.
+  QCOMPARE(j.find_chats("lora"), std::vector<int64_t>{older});
+  QCOMPARE(j.find_chats("NEWER"), std::vector<int64_t>{newer});
+  QCOMPARE(j.find_chats("Olá"), std::vector<int64_t>{newer});
+  QCOMPARE(j.find_chats("er"), (std::vector<int64_t>{older, newer}));
+  QVERIFY(j.find_chats("%").empty());
+  QVERIFY(j.find_chats("What_is").empty());
+  j.add_message(newer, "user", "100% sure_ok");
+  QCOMPARE(j.find_chats("0% sure_"), std::vector<int64_t>{newer});
   QVERIFY(j.delete_chat(older));
   QVERIFY(j.messages(older).empty());
   QCOMPARE(j.chats().size(), size_t(1));
