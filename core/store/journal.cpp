@@ -736,6 +736,21 @@ std::vector<MessageRecord> Journal::messages(int64_t chat_id) {
   return out;
 }
 
+bool Journal::drop_last_exchange(int64_t chat_id) {
+  WriteTransaction tx(db_, path_, "drop_last_exchange");
+  std::vector<std::pair<int64_t, std::string>> last;  // newest first
+  {
+    Stmt s(db_, path_, "SELECT id, role FROM messages WHERE chat_id = ? ORDER BY id DESC LIMIT 2");
+    s.bind(1, chat_id);
+    while (s.step()) last.emplace_back(s.i64(0), s.text(1));
+  }
+  if (last.size() < 2 || last[0].second != "assistant" || last[1].second != "user") return false;
+  Stmt del(db_, path_, "DELETE FROM messages WHERE id IN (?, ?)");
+  del.bind(1, last[0].first).bind(2, last[1].first).run();
+  tx.commit();
+  return true;
+}
+
 bool Journal::delete_chat(int64_t chat_id) {
   return delete_by_id("DELETE FROM chats WHERE id = ?", chat_id);
 }

@@ -543,6 +543,30 @@ Ajustado: %2</translation>
         <source>Choose another file or folder.</source>
         <translation>Escolha outro arquivo ou pasta.</translation>
     </message>
+    <message>
+        <source>Regenerate</source>
+        <translation>Gerar de novo</translation>
+    </message>
+    <message>
+        <source>Answer the last message again</source>
+        <translation>Responder de novo à última mensagem</translation>
+    </message>
+    <message>
+        <source>Edit</source>
+        <translation>Editar</translation>
+    </message>
+    <message>
+        <source>Take the last message back into the message box, to change it and send again</source>
+        <translation>Trazer a última mensagem de volta à caixa de mensagem, para mudá-la e enviar de novo</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>Copiar</translation>
+    </message>
+    <message>
+        <source>Copy the last answer</source>
+        <translation>Copiar a última resposta</translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::ChatWorker</name>

@@ -3,10 +3,12 @@
 // both answers with their scores, chats are kept in the journal and reopen in a new window, a model folder
 // without a tokenizer shows its error, and the window's event loop never stalls while the model writes.
 #include <QCheckBox>
+#include <QClipboard>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -178,6 +180,7 @@ class TestChatPane : public QObject {
   void compareShowsBothAnswersWithScores();
   void chatsAreKeptAndReopen();
   void chatsAreSearchedAndExported();
+  void regenerateAndEditTakeBackTheLastExchange();
   void fourBitBaseReloadsAndKeepsTheChat();
   void modelWithoutTokenizerShowsError();
   void staysResponsiveWhileGenerating();
@@ -582,6 +585,47 @@ void TestChatPane::chatsAreSearchedAndExported() {
   QCOMPARE(kept.size(), 2);
   QCOMPARE(kept[1].toObject().value(QStringLiteral("content")).toString(), QStringLiteral("whole"));
   QVERIFY(forja::ui::chat_as_training_record({}, turns.mid(0, 2)).isEmpty());
+}
+
+void TestChatPane::regenerateAndEditTakeBackTheLastExchange() {
+  open_model(model_dir_);
+  child<QSpinBox>("maxNewTokens")->setValue(8);
+  auto* regenerate = child<QPushButton>("regenerateButton");
+  QVERIFY(!regenerate->isEnabled());  // nothing to answer again yet
+  send_message(QStringLiteral("What is LoRA?"));
+  const QString first = last_reply().text;
+  const int64_t id = pane_->chat_id();
+  QCOMPARE(forja::test::read_journal(window_).messages(id).size(), size_t{2});
+  // Copy puts the last answer on the clipboard.
+  QTest::mouseClick(child<QPushButton>("copyAnswerButton"), Qt::LeftButton);
+  QCOMPARE(QGuiApplication::clipboard()->text(), first);
+  // Regenerate: the same message answered again (greedy: the same answer), in place of the old exchange.
+  QVERIFY(regenerate->isEnabled());
+  const qsizetype before = finished_->count();
+  QTest::mouseClick(regenerate, Qt::LeftButton);
+  QTRY_VERIFY_WITH_TIMEOUT(finished_->count() > before, 60000);
+  forja::test::settle_journal(window_);
+  QCOMPARE(last_reply().text, first);
+  auto messages = forja::test::read_journal(window_).messages(id);
+  QCOMPARE(messages.size(), size_t{2});
+  QCOMPARE(QString::fromStdString(messages[1].content), first);
+  QCOMPARE(child<QTextBrowser>("conversation")->toPlainText().count(QStringLiteral("What is LoRA?")), 1);
+  // Edit: the message goes back to the message box, the exchange leaves the view and the journal; sent
+  // changed, the engine answers it without the old exchange in its context.
+  QTest::mouseClick(child<QPushButton>("editLastButton"), Qt::LeftButton);
+  auto* input = child<QPlainTextEdit>("chatInput");
+  QCOMPARE(input->toPlainText(), QStringLiteral("What is LoRA?"));
+  QVERIFY(child<QTextBrowser>("conversation")->toPlainText().isEmpty());
+  forja::test::settle_journal(window_);
+  QVERIFY(forja::test::read_journal(window_).messages(id).empty());
+  const qint64 first_prompt = last_reply().prompt_tokens;
+  input->moveCursor(QTextCursor::End);
+  send_message(QStringLiteral(" Briefly"));
+  QVERIFY(last_reply().prompt_tokens > first_prompt);      // the added word
+  QVERIFY(last_reply().prompt_tokens < first_prompt + 8);  // no old exchange in the context
+  messages = forja::test::read_journal(window_).messages(id);
+  QCOMPARE(messages.size(), size_t{2});
+  QCOMPARE(messages[0].content, std::string("What is LoRA? Briefly"));
 }
 
 // The 4-bit choice reloads the model with an NF4 base (the adapter with it), keeps the conversation, and

@@ -2,12 +2,14 @@
 #include "panes/chat_pane.h"
 
 #include <QCheckBox>
+#include <QClipboard>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QLabel>
@@ -209,9 +211,21 @@ QWidget* ChatPane::build_conversation() {
   compare_mode_->setToolTip(
       tr("Answer the next message with the adapter off and on, side by side, and score each answer under "
          "both models. The answers do not join the conversation."));
+  regenerate_ = new QPushButton(tr("Regenerate"));
+  regenerate_->setObjectName(QStringLiteral("regenerateButton"));
+  regenerate_->setToolTip(tr("Answer the last message again"));
+  edit_last_ = new QPushButton(tr("Edit"));
+  edit_last_->setObjectName(QStringLiteral("editLastButton"));
+  edit_last_->setToolTip(tr("Take the last message back into the message box, to change it and send again"));
+  copy_answer_ = new QPushButton(tr("Copy"));
+  copy_answer_->setObjectName(QStringLiteral("copyAnswerButton"));
+  copy_answer_->setToolTip(tr("Copy the last answer"));
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(send_);
   buttons->addWidget(stop_);
+  buttons->addWidget(regenerate_);
+  buttons->addWidget(edit_last_);
+  buttons->addWidget(copy_answer_);
   buttons->addWidget(compare_mode_);
   buttons->addStretch(1);
   status_ = new QLabel;
@@ -310,6 +324,9 @@ void ChatPane::wire_controls() {
   connect(delete_chat_, &QPushButton::clicked, this, &ChatPane::delete_selected_chat);
   connect(send_, &QPushButton::clicked, this, &ChatPane::send);
   connect(stop_, &QPushButton::clicked, this, &ChatPane::stop);
+  connect(regenerate_, &QPushButton::clicked, this, &ChatPane::regenerate);
+  connect(edit_last_, &QPushButton::clicked, this, &ChatPane::edit_last_message);
+  connect(copy_answer_, &QPushButton::clicked, this, &ChatPane::copy_last_answer);
   connect(compare_mode_, &QCheckBox::toggled, this, [this](bool on) { views_->setCurrentIndex(on ? 1 : 0); });
   connect(adapter_on_, &QCheckBox::toggled, this, [this](bool on) {
     if (!adapter_loaded_) return;
@@ -517,6 +534,51 @@ void ChatPane::send() {
   }
   status_->setText(tr("Writing…"));
   update_controls();
+}
+
+QString ChatPane::take_back_last_exchange() {
+  if (generating_ || shown_.size() < 2 || shown_.back().role != kAssistant ||
+      shown_[shown_.size() - 2].role != kUser)
+    return {};
+  const QString text = shown_[shown_.size() - 2].text;
+  shown_.resize(shown_.size() - 2);
+  std::vector<forja::ChatTurn> turns;
+  for (const auto& m : shown_) turns.push_back({m.role.toStdString(), m.text.toStdString()});
+  worker_->set_conversation(system_prompt_->toPlainText().trimmed(), turns);
+  if (journal_ok_ && chat_started_) {
+    // Queued behind any exchange still being saved, so it removes that one and never an older one.
+    auto cell = chat_cell_;
+    context_.journal->write(
+        this,
+        [cell](forja::Journal& j) {
+          if (const int64_t id = cell->load()) j.drop_last_exchange(id);
+        },
+        [this](const JournalFailure& why) { show_journal_failure(why); });
+  }
+  render_conversation();
+  return text;
+}
+
+void ChatPane::regenerate() {
+  if (!model_ready_ || compare_mode_->isChecked()) return;
+  const QString text = take_back_last_exchange();
+  if (text.isEmpty()) return;
+  input_->setPlainText(text);
+  send();
+}
+
+void ChatPane::edit_last_message() {
+  const QString text = take_back_last_exchange();
+  if (text.isEmpty()) return;
+  input_->setPlainText(text);
+  input_->setFocus();
+  input_->moveCursor(QTextCursor::End);
+  update_controls();
+}
+
+void ChatPane::copy_last_answer() {
+  const QString answer = last_answer();
+  if (!answer.isEmpty()) QGuiApplication::clipboard()->setText(answer);
 }
 
 void ChatPane::stop() {
@@ -896,6 +958,10 @@ void ChatPane::update_controls() {
   chat_list_->setEnabled(idle && journal_ok_);
   delete_chat_->setEnabled(idle && journal_ok_ && chat_list_->currentItem() != nullptr);
   export_chat_->setEnabled(idle && !shown_.isEmpty());
+  const bool has_answer = !shown_.isEmpty() && shown_.back().role == kAssistant;
+  regenerate_->setEnabled(idle && model_ready_ && has_answer && views_->currentIndex() == 0);
+  edit_last_->setEnabled(idle && has_answer && views_->currentIndex() == 0);
+  copy_answer_->setEnabled(idle && has_answer);
   chat_search_->setEnabled(journal_ok_);
   if (!adapter_loaded_ && compare_mode_->isChecked()) compare_mode_->setChecked(false);
   compare_mode_->setEnabled(idle && adapter_loaded_);

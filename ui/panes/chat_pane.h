@@ -80,6 +80,11 @@ class ChatPane : public Pane {
   // Writes the conversation on screen to `path`: format "markdown", or "training" for one line of chat
   // training data. Answers with chat_exported.
   void export_chat(const QString& format, const QString& path);
+  // Takes the last exchange back (from the view, the engine's conversation and the journal) and sends its
+  // message again for a new answer; or puts the message in the message box to edit and send.
+  void regenerate();
+  void edit_last_message();
+  void copy_last_answer();
 
  Q_SIGNALS:
   void model_ready_changed(bool ready);
@@ -128,6 +133,7 @@ class ChatPane : public Pane {
   void show_opened_chat(int64_t chat_id, const std::vector<forja::MessageRecord>& messages,
                         const std::optional<forja::ChatRecord>& record);
   void apply_chat_search();
+  QString take_back_last_exchange();
   void show_journal_unavailable(const QString& message, const QString& hint);
   void show_journal_failure(const JournalFailure& why);
   // An item of the chat list showing `chat` (title, id, time and model in its tooltip).
@@ -173,6 +179,7 @@ class ChatPane : public Pane {
   QLabel *compare_base_score_, *compare_adapted_score_;
   QPlainTextEdit* input_;
   QPushButton *send_, *stop_, *new_chat_, *load_adapter_;
+  QPushButton *regenerate_, *edit_last_, *copy_answer_;
   QCheckBox* compare_mode_;
   QLabel* status_;
   QPlainTextEdit* system_prompt_;

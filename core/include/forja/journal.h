@@ -181,6 +181,9 @@ class Journal {
   std::vector<MessageRecord> messages(int64_t chat_id);
   // The chats whose title or any message contains `text` (ASCII letters in either case), most recent first.
   std::vector<int64_t> find_chats(const std::string& text);
+  // Deletes the chat's last user message and the answer after it, in one transaction (regenerate, edit and
+  // resend); false, changing nothing, when the chat does not end with such an exchange.
+  bool drop_last_exchange(int64_t chat_id);
   bool delete_chat(int64_t chat_id);
 
  private:

@@ -510,6 +510,13 @@ void TestJournal::chatsAndMessages() {
   QVERIFY(j.find_chats("What_is").empty());
   j.add_message(newer, "user", "100% sure_ok");
   QCOMPARE(j.find_chats("0% sure_"), std::vector<int64_t>{newer});
+  // Taking back the last exchange removes its two messages, and only an exchange.
+  QVERIFY(j.drop_last_exchange(older));
+  QCOMPARE(j.messages(older).size(), size_t(1));
+  QCOMPARE(j.messages(older)[0].role, std::string("system"));
+  QVERIFY(!j.drop_last_exchange(older));
+  QCOMPARE(j.messages(older).size(), size_t(1));
+  QVERIFY(!j.drop_last_exchange(newer));  // it ends with a user message
   QVERIFY(j.delete_chat(older));
   QVERIFY(j.messages(older).empty());
   QCOMPARE(j.chats().size(), size_t(1));
