@@ -21,6 +21,7 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextDocument>
 #include <QTimer>
@@ -442,6 +443,22 @@ void TestChatPane::compareShowsBothAnswersWithScores() {
   QCOMPARE(child<QTextBrowser>("compareBase")->toPlainText(), rendered(base.text));
   QCOMPARE(child<QTextBrowser>("compareAdapted")->toPlainText(), rendered(tuned.text));
   QCOMPARE(child<QLabel>("comparePrompt")->text(), QStringLiteral("Hi"));
+  // The first word where they part is marked in both, and nothing before it.
+  auto marked = [](QTextBrowser* view) {
+    for (QTextBlock b = view->document()->begin(); b.isValid(); b = b.next())
+      for (auto it = b.begin(); !it.atEnd(); ++it)
+        if (it.fragment().charFormat().background().style() != Qt::NoBrush)
+          return std::pair<int, QString>(it.fragment().position(), it.fragment().text());
+    return std::pair<int, QString>(-1, QString());
+  };
+  const auto [base_at, base_word] = marked(child<QTextBrowser>("compareBase"));
+  const auto [tuned_at, tuned_word] = marked(child<QTextBrowser>("compareAdapted"));
+  const QString base_text = child<QTextBrowser>("compareBase")->toPlainText();
+  const QString tuned_text = child<QTextBrowser>("compareAdapted")->toPlainText();
+  QVERIFY(base_at >= 0 || tuned_at >= 0);
+  const int at = std::max(base_at, tuned_at);
+  QCOMPARE(base_text.left(at), tuned_text.left(at));
+  QVERIFY2(base_word != tuned_word, qPrintable(base_word + QStringLiteral(" / ") + tuned_word));
   // A greedy token is its model's most likely one, so its probability is at least 1/1400 (the vocabulary):
   // the mean log-prob under its own model lies in [-ln 1400, 0]. Under the other model it is another number.
   const double floor = -std::log(double(kTokenizerVocab));

@@ -622,6 +622,34 @@ void ChatPane::on_answered(const ChatReply& reply) {
   });
 }
 
+namespace {
+
+// Where two answers part: the first word that differs is marked in both views (the text before it is the
+// same), so the eye goes straight to where the fine-tuning changed the answer. Returns that position, -1
+// when the answers are the same.
+qsizetype mark_divergence(QTextBrowser* a, QTextBrowser* b, const QColor& color) {
+  const QString ta = a->document()->toPlainText(), tb = b->document()->toPlainText();
+  qsizetype k = 0;
+  while (k < ta.size() && k < tb.size() && ta[k] == tb[k]) ++k;
+  if (k == ta.size() && k == tb.size()) return -1;
+  while (k > 0 && !ta[k - 1].isSpace()) --k;  // back to the start of the word (the prefix is shared)
+  QTextCharFormat mark;
+  mark.setBackground(color);
+  for (auto [view, text] : {std::pair{a, ta}, std::pair{b, tb}}) {
+    qsizetype e = k;
+    while (e < text.size() && text[e].isSpace()) ++e;
+    while (e < text.size() && !text[e].isSpace()) ++e;
+    if (e == k) continue;  // this answer ends where the other goes on
+    QTextCursor c(view->document());
+    c.setPosition(static_cast<int>(k));
+    c.setPosition(static_cast<int>(e), QTextCursor::KeepAnchor);
+    c.mergeCharFormat(mark);
+  }
+  return k;
+}
+
+}  // namespace
+
 void ChatPane::on_compared(const CompareReply& reply) {
   auto show = [this](QTextBrowser* view, QLabel* score, const ChatReply& r, double under_base,
                      double under_adapter) {
@@ -635,6 +663,9 @@ void ChatPane::on_compared(const CompareReply& reply) {
   show(compare_base_, compare_base_score_, reply.base, reply.base.mean_logprob, reply.base_under_adapter);
   show(compare_adapted_, compare_adapted_score_, reply.adapted, reply.adapted_under_base,
        reply.adapted.mean_logprob);
+  QColor mark = palette().color(QPalette::Highlight);
+  mark.setAlpha(90);
+  mark_divergence(compare_base_, compare_adapted_, mark);
   status_->setText(tr("Base: %1\nFine-tuned: %2").arg(describe(reply.base), describe(reply.adapted)));
   finish_generation();
 }
