@@ -1,5 +1,8 @@
 #include "forja/export.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <ATen/core/grad_mode.h>
 #include <signal.h>
 #include <unistd.h>
@@ -162,6 +165,20 @@ ExportFormat export_format_from_name(const std::string& name) {
   if (name == "gguf-lora") return ExportFormat::GgufLora;
   if (name == "ollama") return ExportFormat::Ollama;
   throw Error("the export format is hf, gguf, gguf-lora or ollama, not '" + name + "'");
+}
+
+uint64_t estimated_gguf_bytes(int64_t parameters, const std::string& dtype) {
+  std::string t = dtype;
+  for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // Bits per weight: a block's bytes over its weights (Q8_0: 34 / 32, Q6_K: 210 / 256, Q4_0: 18 / 32 with
+  // the LM head in Q6_K); the _M mixes' Q6_K layers raise Q4_K (4.5) and Q5_K (5.5).
+  static const std::pair<const char*, double> kBits[] = {{"fp32", 32.0},   {"fp16", 16.0},   {"bf16", 16.0},
+                                                         {"q8_0", 8.5},    {"q6_k", 6.5625}, {"q5_k_m", 5.7},
+                                                         {"q4_k_m", 4.85}, {"q4_0", 4.55}};
+  for (const auto& [name, bits] : kBits)
+    if (t == name)
+      return static_cast<uint64_t>(static_cast<double>(std::max<int64_t>(parameters, 0)) * bits / 8.0);
+  throw Error("no GGUF type '" + dtype + "'", "use fp32, bf16, fp16, q8_0, q6_k, q5_k_m, q4_k_m or q4_0");
 }
 
 bool gguf_export_available() {

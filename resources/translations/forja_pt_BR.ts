@@ -817,6 +817,113 @@ Ajustado: %2</translation>
     </message>
 </context>
 <context>
+    <name>forja::ui::ExportDialog</name>
+    <message>
+        <source>GGUF file (llama.cpp, LM Studio)</source>
+        <translation>Arquivo GGUF (llama.cpp, LM Studio)</translation>
+    </message>
+    <message>
+        <source>Ollama folder (GGUF and Modelfile)</source>
+        <translation>Pasta do Ollama (GGUF e Modelfile)</translation>
+    </message>
+    <message>
+        <source>GGUF LoRA adapter (llama.cpp --lora)</source>
+        <translation>Adaptador LoRA em GGUF (llama.cpp --lora)</translation>
+    </message>
+    <message>
+        <source>Hugging Face folder (transformers)</source>
+        <translation>Pasta do Hugging Face (transformers)</translation>
+    </message>
+    <message>
+        <source>F32 (full precision)</source>
+        <translation>F32 (precisão total)</translation>
+    </message>
+    <message>
+        <source>F16</source>
+        <translation>F16</translation>
+    </message>
+    <message>
+        <source>BF16</source>
+        <translation>BF16</translation>
+    </message>
+    <message>
+        <source>Q8_0 (near lossless)</source>
+        <translation>Q8_0 (quase sem perda)</translation>
+    </message>
+    <message>
+        <source>Q6_K</source>
+        <translation>Q6_K</translation>
+    </message>
+    <message>
+        <source>Q5_K_M</source>
+        <translation>Q5_K_M</translation>
+    </message>
+    <message>
+        <source>Q4_K_M (the usual choice)</source>
+        <translation>Q4_K_M (a escolha comum)</translation>
+    </message>
+    <message>
+        <source>Q4_0 (smallest)</source>
+        <translation>Q4_0 (o menor)</translation>
+    </message>
+    <message>
+        <source>Export “%1”</source>
+        <translation>Exportar “%1”</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>Procurar…</translation>
+    </message>
+    <message>
+        <source>Export to</source>
+        <translation>Exportar para</translation>
+    </message>
+    <message>
+        <source>GGUF files (*.gguf)</source>
+        <translation>Arquivos GGUF (*.gguf)</translation>
+    </message>
+    <message>
+        <source>Export to a new folder</source>
+        <translation>Exportar para uma pasta nova</translation>
+    </message>
+    <message>
+        <source>Format:</source>
+        <translation>Formato:</translation>
+    </message>
+    <message>
+        <source>Type:</source>
+        <translation>Tipo:</translation>
+    </message>
+    <message>
+        <source>Destination:</source>
+        <translation>Destino:</translation>
+    </message>
+    <message>
+        <source>Export</source>
+        <translation>Exportar</translation>
+    </message>
+    <message>
+        <source>about %1</source>
+        <translation>cerca de %1</translation>
+    </message>
+    <message>
+        <source>The adapter alone, beside the base model&apos;s own GGUF file: llama.cpp --lora, Ollama&apos;s ADAPTER.</source>
+        <translation>Só o adaptador, ao lado do arquivo GGUF do próprio modelo base: llama.cpp --lora, ADAPTER do Ollama.</translation>
+    </message>
+    <message>
+        <source>The adapter merged into the base model, in the checkpoint&apos;s own dtype, as transformers loads it.</source>
+        <translation>O adaptador mesclado ao modelo base, no dtype do próprio checkpoint, como o transformers o carrega.</translation>
+    </message>
+    <message>
+        <source>model.gguf and a Modelfile with the chat template: ollama create NAME -f Modelfile.</source>
+        <translation>model.gguf e um Modelfile com o template de chat: ollama create NOME -f Modelfile.</translation>
+    </message>
+    <message>
+        <source>The adapter merged into the base model, one file for llama.cpp, LM Studio and Ollama.</source>
+        <translation>O adaptador mesclado ao modelo base, um arquivo para llama.cpp, LM Studio e Ollama.</translation>
+    </message>
+</context>
+<context>
     <name>forja::ui::ExportJob</name>
     <message>
         <source>Exporting model</source>
@@ -1488,30 +1595,6 @@ commit %2%3</translation>
         <translation>Exportar…</translation>
     </message>
     <message>
-        <source>Write the selected run&apos;s adapter merged into its base model: one GGUF file for llama.cpp, LM Studio and Ollama, or a Hugging Face folder for transformers.</source>
-        <translation>Gravar o adaptador da execução selecionada mesclado ao seu modelo base: um arquivo GGUF para llama.cpp, LM Studio e Ollama, ou uma pasta do Hugging Face para transformers.</translation>
-    </message>
-    <message>
-        <source>GGUF file (llama.cpp, LM Studio, Ollama)…</source>
-        <translation>Arquivo GGUF (llama.cpp, LM Studio, Ollama)…</translation>
-    </message>
-    <message>
-        <source>Export as GGUF</source>
-        <translation>Exportar como GGUF</translation>
-    </message>
-    <message>
-        <source>GGUF models (*.gguf)</source>
-        <translation>Modelos GGUF (*.gguf)</translation>
-    </message>
-    <message>
-        <source>Hugging Face folder…</source>
-        <translation>Pasta do Hugging Face…</translation>
-    </message>
-    <message>
-        <source>Export as a Hugging Face folder (a new folder)</source>
-        <translation>Exportar como pasta do Hugging Face (uma pasta nova)</translation>
-    </message>
-    <message>
         <source>Metrics CSV…</source>
         <translation>CSV de métricas…</translation>
     </message>
@@ -1704,6 +1787,10 @@ commit %2%3</translation>
     <message>
         <source>Notes: %1</source>
         <translation>Notas: %1</translation>
+    </message>
+    <message>
+        <source>Write the selected run&apos;s model for other tools: a GGUF file (quantized or not), an Ollama folder, a GGUF LoRA adapter, or a Hugging Face folder.</source>
+        <translation>Gravar o modelo da execução selecionada para outras ferramentas: um arquivo GGUF (quantizado ou não), uma pasta do Ollama, um adaptador LoRA em GGUF ou uma pasta do Hugging Face.</translation>
     </message>
 </context>
 <context>

@@ -1,8 +1,10 @@
 // The Runs pane's export runs in the window's process as a job (forja/export.h), with progress and a Cancel
 // button: a run from the journal (the llama fixture and its PEFT adapter) is exported as a Hugging Face
 // folder, an export is cancelled, and one whose destination is taken fails with the exporter's words.
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -15,6 +17,8 @@
 #include <sqlite3.h>
 
 #include "error_box.h"
+#include "export_dialog.h"
+#include "forja/gguf.h"
 #include "forja/journal.h"
 #include "jobs/job.h"
 #include "main_window.h"
@@ -120,6 +124,33 @@ class TestRunsExport : public QObject {
     // With no run selected there is nothing to edit.
     list->clearSelection();
     QVERIFY(!name->isEnabled() && name->text().isEmpty() && !save->isEnabled());
+  }
+
+  void exportDialogChoosesFormatTypeAndPlace() {
+    // The dialog proposes a file in the run's folder, shows each GGUF type with its file's size once the
+    // model was read, and starts the export it was given: here the adapter alone as a GGUF LoRA adapter.
+    QTest::mouseClick(pane_->findChild<QPushButton*>(QStringLiteral("exportRunButton")), Qt::LeftButton);
+    auto* dialog = pane_->findChild<forja::ui::ExportDialog*>();
+    QVERIFY(dialog && dialog->isVisible());
+    auto* type = dialog->findChild<QComboBox*>(QStringLiteral("exportType"));
+    QTRY_VERIFY_WITH_TIMEOUT(
+        type->itemText(type->findData(QStringLiteral("q4_k_m"))).contains(QStringLiteral("about")), 10000);
+    QCOMPARE(dialog->format(), QStringLiteral("gguf"));
+    QCOMPARE(dialog->dtype(), QStringLiteral("q4_k_m"));
+    QCOMPARE(dialog->destination(), QFileInfo(QString::fromStdString(kAdapter)).absolutePath() +
+                                        QStringLiteral("/fixture-run.gguf"));
+    dialog->set_format(QStringLiteral("gguf-lora"));
+    QVERIFY(dialog->dtype().isEmpty());  // an adapter has no quantization choice
+    QVERIFY(dialog->destination().endsWith(QStringLiteral("fixture-run-adapter.gguf")));
+    const QString out = tmp_->filePath(QStringLiteral("adapter.gguf"));
+    dialog->set_destination(out);
+    QSignalSpy finished(pane_, &forja::ui::RunsPane::export_finished);
+    dialog->accept();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    QVERIFY2(finished.at(0).at(0).toBool(),
+             qPrintable(pane_->findChild<forja::ui::ErrorBox*>()->findChild<QLabel*>()->text()));
+    const auto file = forja::io::read_gguf(out.toStdString());
+    QCOMPARE(std::get<std::string>(file.metadata.at("general.type")), std::string("adapter"));
   }
 
   void exportsInTheBackgroundWithProgress() {

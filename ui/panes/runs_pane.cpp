@@ -3,6 +3,7 @@
 
 #include <QDir>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -10,7 +11,6 @@
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -27,10 +27,12 @@
 
 #include "background_write.h"
 #include "error_box.h"
+#include "export_dialog.h"
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "format.h"
 #include "jobs/export_job.h"
+#include "jobs/inspect_model_job.h"
 #include "jobs/job_monitor.h"
 #include "journal_service.h"
 #include "theme.h"
@@ -94,20 +96,9 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   export_ = new QPushButton(tr("Export…"));
   export_->setObjectName(QStringLiteral("exportRunButton"));
   export_->setToolTip(
-      tr("Write the selected run's adapter merged into its base model: one GGUF file for llama.cpp, "
-         "LM Studio and Ollama, or a Hugging Face folder for transformers."));
-  auto* export_menu = new QMenu(export_);
-  export_menu->addAction(tr("GGUF file (llama.cpp, LM Studio, Ollama)…"), this, [this] {
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export as GGUF"), QStringLiteral("model.gguf"), tr("GGUF models (*.gguf)"));
-    if (!path.isEmpty()) export_selected(QStringLiteral("gguf"), path);
-  });
-  export_menu->addAction(tr("Hugging Face folder…"), this, [this] {
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export as a Hugging Face folder (a new folder)"), QStringLiteral("merged-model"));
-    if (!path.isEmpty()) export_selected(QStringLiteral("hf"), path);
-  });
-  export_->setMenu(export_menu);
+      tr("Write the selected run's model for other tools: a GGUF file (quantized or not), an Ollama folder, "
+         "a GGUF LoRA adapter, or a Hugging Face folder."));
+  connect(export_, &QPushButton::clicked, this, &RunsPane::open_export_dialog);
   export_csv_ = new QPushButton(tr("Metrics CSV…"));
   export_csv_->setObjectName(QStringLiteral("exportMetricsButton"));
   export_csv_->setToolTip(tr("Write the selected run's metrics, one line per step, as a CSV file."));
@@ -492,7 +483,27 @@ void RunsPane::write_metrics_csv(std::string csv, const QString& path) {
   });
 }
 
-void RunsPane::export_selected(const QString& format, const QString& destination) {
+void RunsPane::open_export_dialog() {
+  const std::vector<int64_t> ids = selected_run_ids();
+  const forja::RunRecord* run = nullptr;
+  for (const auto& r : runs_)
+    if (ids.size() == 1 && r.id == ids.front() && !r.adapter_path.empty()) run = &r;
+  if (run == nullptr || exporting()) return;
+  // Proposed beside the run's adapter, in the run's folder.
+  auto* dialog = new ExportDialog(QString::fromStdString(run->name),
+                                  QFileInfo(QString::fromStdString(run->adapter_path)).absolutePath(), this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  // The sizes need the model's weight count: read off the GUI thread.
+  auto* inspect = new InspectModelJob(run->model_dir);
+  connect(inspect, &InspectModelJob::inspected, dialog,
+          [dialog](const forja::ModelInfo& info) { dialog->set_parameters(info.parameters); });
+  context_.jobs->start(inspect);
+  connect(dialog, &QDialog::accepted, this,
+          [this, dialog] { export_selected(dialog->format(), dialog->destination(), dialog->dtype()); });
+  dialog->open();
+}
+
+void RunsPane::export_selected(const QString& format, const QString& destination, const QString& dtype) {
   const std::vector<int64_t> ids = selected_run_ids();
   const forja::RunRecord* run = nullptr;
   for (const auto& r : runs_)
@@ -503,8 +514,13 @@ void RunsPane::export_selected(const QString& format, const QString& destination
   options.model_dir = run->model_dir;
   options.adapter_dir = std::filesystem::path(run->adapter_path);
   options.out = destination.toStdString();
-  options.format =
-      format == QLatin1String("gguf") ? forja::ExportFormat::Gguf : forja::ExportFormat::HfFolder;
+  try {
+    options.format = forja::export_format_from_name(format.toStdString());
+  } catch (const forja::Error& e) {
+    error_->show_error(QString::fromStdString(e.message()), QString::fromStdString(e.hint()));
+    return;
+  }
+  if (!dtype.isEmpty()) options.dtype = dtype.toStdString();
   // A QLoRA run's adapter belongs to the 4-bit base it was trained on.
   const QJsonObject config = QJsonDocument::fromJson(QByteArray::fromStdString(run->config_json)).object();
   options.base_nf4 = config.value(QStringLiteral("base_quant")).toString() == QLatin1String("nf4");

@@ -60,7 +60,10 @@ class RunsPane : public Pane {
   // background: format "hf" (a Hugging Face folder) or "gguf" (one .gguf file) at `destination`.
   // export_finished says how it went (false when cancelled); a failure shows in the error box with the
   // exporter's own words.
-  void export_selected(const QString& format, const QString& destination);
+  // format: "gguf", "ollama", "gguf-lora" or "hf"; dtype: a GGUF type, or empty for the format's default.
+  void export_selected(const QString& format, const QString& destination, const QString& dtype = {});
+  // The Export dialog for the selected run; it starts the export when accepted.
+  void open_export_dialog();
   // The selected run's metrics (forja::metrics_csv) written to `path` off the GUI thread; metrics_exported
   // says how it went, a failure shows in the error box.
   void export_metrics_csv(const QString& path);

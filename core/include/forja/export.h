@@ -50,6 +50,10 @@ struct ExportResult {
 
 // "hf", "gguf", "gguf-lora" or "ollama"; anything else is a forja::Error.
 ExportFormat export_format_from_name(const std::string& name);
+// About how many bytes a GGUF file of `parameters` weights takes in `dtype` (the names ExportOptions takes),
+// from the types' bits per weight; the K-quant mixes at the share of higher-precision tensors llama.cpp's
+// mixes give a 7B model. Without the tokenizer's metadata. Throws forja::Error for an unknown dtype.
+uint64_t estimated_gguf_bytes(int64_t parameters, const std::string& dtype);
 // Whether this build writes GGUF (it needs the tokenizer area).
 bool gguf_export_available();
 

@@ -12,6 +12,7 @@
 #include "forja/export.h"
 #include "forja/file_util.h"
 #include "forja/gguf.h"
+#include "forja/model_info.h"
 #include "forja/safetensors.h"
 #include "qtest_util.h"
 #include "reference.h"
@@ -146,6 +147,36 @@ class TestExport : public QObject {
     QCOMPARE(r.bytes, static_cast<uint64_t>(fs::file_size(o.out)));
     QCOMPARE(r.files, size_t{1});
     QCOMPARE(std::get<std::string>(file.metadata.at("general.name")), std::string("model"));
+  }
+
+  // The Export dialog's sizes: the file's tensor bytes for the demo model, within 3% for the types whose
+  // blocks fit its rows (the K-mix figure is for a 7B model's share of Q6_K layers; checked for order only).
+  void estimatedSizesMatchTheFiles() {
+    if (!FORJA_EXPORT_TEST_GGUF) QSKIP("this build has no tokenizer area, so no GGUF export");
+    const int64_t params = forja::inspect_model(kDemo).parameters;
+    QVERIFY(params > 0);
+    forja_test::TempFiles tmp;
+    for (const char* dtype : {"fp32", "fp16", "q8_0"}) {
+      forja::ExportOptions o;
+      o.model_dir = kDemo;
+      o.out = tmp.dir() / (std::string(dtype) + ".gguf");
+      o.format = forja::ExportFormat::Gguf;
+      o.dtype = dtype;
+      forja::export_model(o);
+      uint64_t tensor_bytes = 0;
+      for (const auto& t : forja::io::read_gguf(o.out).tensors) tensor_bytes += t.nbytes;
+      const double estimate = static_cast<double>(forja::estimated_gguf_bytes(params, dtype));
+      QVERIFY2(std::abs(estimate / static_cast<double>(tensor_bytes) - 1) < 0.03,
+               qPrintable(QString("%1: estimate %2, file %3").arg(dtype).arg(estimate).arg(tensor_bytes)));
+    }
+    QCOMPARE(forja::estimated_gguf_bytes(7'000'000'000, "FP16"), uint64_t{14'000'000'000});
+    uint64_t last = 0;
+    for (const char* dtype : {"q4_0", "q4_k_m", "q5_k_m", "q6_k", "q8_0", "bf16", "fp32"}) {
+      const uint64_t b = forja::estimated_gguf_bytes(7'000'000'000, dtype);
+      QVERIFY2(b > last, dtype);
+      last = b;
+    }
+    QVERIFY_THROWS_EXCEPTION(forja::Error, forja::estimated_gguf_bytes(1, "q3_k"));
   }
 
   // Each of these would fail later, after loading; they are refused first, naming what is wrong (the model
