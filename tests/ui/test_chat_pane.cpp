@@ -619,7 +619,10 @@ void TestChatPane::regenerateAndEditTakeBackTheLastExchange() {
   // Regenerate: the same message answered again (greedy: the same answer), in place of the old exchange.
   QVERIFY(regenerate->isEnabled());
   const qsizetype before = finished_->count();
+  auto* input = child<QPlainTextEdit>("chatInput");
+  input->setPlainText(QStringLiteral("a draft"));  // what the user is writing is not lost
   QTest::mouseClick(regenerate, Qt::LeftButton);
+  QCOMPARE(input->toPlainText(), QStringLiteral("a draft"));
   QTRY_VERIFY_WITH_TIMEOUT(finished_->count() > before, 60000);
   forja::test::settle_journal(window_);
   QCOMPARE(last_reply().text, first);
@@ -629,8 +632,8 @@ void TestChatPane::regenerateAndEditTakeBackTheLastExchange() {
   QCOMPARE(child<QTextBrowser>("conversation")->toPlainText().count(QStringLiteral("What is LoRA?")), 1);
   // Edit: the message goes back to the message box, the exchange leaves the view and the journal; sent
   // changed, the engine answers it without the old exchange in its context.
+  input->clear();
   QTest::mouseClick(child<QPushButton>("editLastButton"), Qt::LeftButton);
-  auto* input = child<QPlainTextEdit>("chatInput");
   QCOMPARE(input->toPlainText(), QStringLiteral("What is LoRA?"));
   QVERIFY(child<QTextBrowser>("conversation")->toPlainText().isEmpty());
   forja::test::settle_journal(window_);

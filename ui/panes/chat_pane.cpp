@@ -327,7 +327,10 @@ void ChatPane::wire_controls() {
   connect(regenerate_, &QPushButton::clicked, this, &ChatPane::regenerate);
   connect(edit_last_, &QPushButton::clicked, this, &ChatPane::edit_last_message);
   connect(copy_answer_, &QPushButton::clicked, this, &ChatPane::copy_last_answer);
-  connect(compare_mode_, &QCheckBox::toggled, this, [this](bool on) { views_->setCurrentIndex(on ? 1 : 0); });
+  connect(compare_mode_, &QCheckBox::toggled, this, [this](bool on) {
+    views_->setCurrentIndex(on ? 1 : 0);
+    update_controls();
+  });
   connect(adapter_on_, &QCheckBox::toggled, this, [this](bool on) {
     if (!adapter_loaded_) return;
     worker_->set_adapter_enabled(on);
@@ -563,14 +566,18 @@ void ChatPane::regenerate() {
   if (!model_ready_ || compare_mode_->isChecked()) return;
   const QString text = take_back_last_exchange();
   if (text.isEmpty()) return;
+  const QString draft = input_->toPlainText();  // what the user was writing stays in the box
   input_->setPlainText(text);
   send();
+  input_->setPlainText(draft);
 }
 
 void ChatPane::edit_last_message() {
   const QString text = take_back_last_exchange();
   if (text.isEmpty()) return;
-  input_->setPlainText(text);
+  // A draft in the box is kept after the message taken back.
+  const QString draft = input_->toPlainText();
+  input_->setPlainText(draft.isEmpty() ? text : text + QLatin1Char('\n') + draft);
   input_->setFocus();
   input_->moveCursor(QTextCursor::End);
   update_controls();
