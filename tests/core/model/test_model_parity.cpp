@@ -81,6 +81,10 @@ class TestModelParity : public QObject {
       const at::Tensor part = ids.narrow(1, 0, t);
       QVERIFY(at::equal(lm->logits(lm->hidden_states(part, o)), lm->forward(part)));
     }
+    // transformers' own logits for an input 16 tokens past the original length: the long factors' values.
+    const at::Tensor long_ids = forja_test::expected("phi3", "long_input_ids");
+    QCOMPARE(long_ids.size(1), int64_t{80});
+    QVERIFY(forja_test::max_abs_error(lm->forward(long_ids), forja_test::expected("phi3", "long_logits")) < 1e-4);
   }
 
   void dtypes() {

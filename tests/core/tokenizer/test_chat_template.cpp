@@ -18,7 +18,8 @@ std::vector<forja::ChatMessage> to_messages(const json& conv) {
   return out;
 }
 
-const char* kNames[] = {"gpt2_bpe", "llama3_bpe", "qwen2_bpe", "smollm_bpe", "sp_bpe", "sp_unigram"};
+const char* kNames[] = {"gpt2_bpe",   "llama3_bpe",      "qwen2_bpe",    "smollm_bpe",        "sp_bpe",
+                        "sp_unigram", "deepseek_v3_bpe", "gemma_bpe", "phi3_sp_json", "mistral_v3_sp_json"};
 
 }  // namespace
 
@@ -41,6 +42,9 @@ class TestChatTemplate : public QObject {
     for (auto t = rec["renders"].begin(); t != rec["renders"].end(); ++t) {
       const std::string tname = t.key();
       const json& src = rec["templates"][tname];
+      // Variables the recording passed to apply_chat_template for this template (enable_thinking).
+      const std::string variables =
+          rec.contains("variables") && rec["variables"].contains(tname) ? rec["variables"][tname].dump() : "";
       const forja::ChatTemplate tpl = src.is_null()
                                           ? forja::ChatTemplate::for_tokenizer(tok)
                                           : forja::ChatTemplate(src.get<std::string>(), tname, bos, eos);
@@ -54,6 +58,7 @@ class TestChatTemplate : public QObject {
         const std::string where = name.toStdString() + " / " + tname + " / " + key;
         forja::ChatRenderOptions opt;
         opt.add_generation_prompt = gen;
+        opt.extra_variables_json = variables;
         if (want.contains("error")) {
           bool threw = false;
           try {
@@ -94,7 +99,13 @@ class TestChatTemplate : public QObject {
           const auto [b, e] = r.assistant_spans[span_i++];
           const size_t fb = m.content.find_first_not_of(" \t\n"), fe = m.content.find_last_not_of(" \t\n");
           if (fb == std::string::npos) continue;
-          const std::string words = m.content.substr(fb, fe - fb + 1);
+          std::string words = m.content.substr(fb, fe - fb + 1);
+          // A reasoning template may drop an earlier turn's <think> block; the answer after it always stays.
+          if (const size_t think_end = words.rfind("</think>"); think_end != std::string::npos) {
+            words = words.substr(think_end + 8);
+            words = words.substr(words.find_first_not_of(" \t\n"));
+            words = words.substr(0, words.find_last_not_of(" \t\n") + 1);
+          }
           QVERIFY2(r.text.substr(b, e - b).find(words) != std::string::npos,
                    (where + ": span \"" + r.text.substr(b, e - b) + "\" misses \"" + words + "\"").c_str());
         }
@@ -102,13 +113,20 @@ class TestChatTemplate : public QObject {
         ++checked;
       }
     }
-    // Every entry was either rendered and compared or refused as HF refused it; the file has 9 templates x 7
-    // conversations x 2 generation settings (make_tokenizer_fixtures.py).
+    // Every entry was either rendered and compared or refused as HF refused it; the file has every template x
+    // every conversation x 2 generation settings (make_tokenizer_fixtures.py), the built-in ones among them.
     QCOMPARE(checked + refused, entries);
-    QCOMPARE(entries, size_t(9 * 7 * 2));
+    QCOMPARE(entries, rec["templates"].size() * rec["conversations"].size() * 2);
+    for (const auto& builtin : forja::ChatTemplate::builtin_names())
+    {
+      QVERIFY2(rec["templates"].contains(builtin), ("no recording of built-in " + builtin).c_str());
+      // The recording is of the template as shipped.
+      QVERIFY2(rec["templates"][builtin].get<std::string>() == forja::ChatTemplate::builtin_source(builtin),
+               ("built-in " + builtin + " changed since the recording; rerun make_tokenizer_fixtures.py").c_str());
+    }
     QVERIFY(checked > 0);
     // chatml_generation: HF gave a mask for every conversation.
-    if (name != "sp_unigram") QCOMPARE(masks, size_t(7 * 2));
+    if (name != "sp_unigram") QCOMPARE(masks, rec["conversations"].size() * 2);
   }
 };
 
