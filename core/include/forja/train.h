@@ -32,10 +32,10 @@ struct OptimizerSettings {
 };
 
 struct TrainConfig {
-  std::string model_dir;        // a Hugging Face model folder
-  std::string output_dir;       // checkpoints/ and the final adapter/ go here
-  std::string run_name;  // the run's name in the journal and the Runs pane; empty: output_dir's folder name
-  std::string notes;     // the user's words about the run, kept with it in the journal
+  std::string model_dir;   // a Hugging Face model folder
+  std::string output_dir;  // checkpoints/ and the final adapter/ go here
+  std::string run_name;    // the run's name in the journal and the Runs pane; empty: output_dir's folder name
+  std::string notes;       // the user's words about the run, kept with it in the journal
   std::string device = "auto";  // auto (cuda when visible), cpu, cuda, cuda:N
   std::string dtype = "auto";   // of the frozen base: auto (bf16 on CUDA, fp32 on CPU), fp32, bf16, fp16
   // The frozen base's projections: "none" (as `dtype` says) or "nf4" (QLoRA: 4-bit NormalFloat, block 64;

@@ -84,7 +84,8 @@ class TestModelParity : public QObject {
     // transformers' own logits for an input 16 tokens past the original length: the long factors' values.
     const at::Tensor long_ids = forja_test::expected("phi3", "long_input_ids");
     QCOMPARE(long_ids.size(1), int64_t{80});
-    QVERIFY(forja_test::max_abs_error(lm->forward(long_ids), forja_test::expected("phi3", "long_logits")) < 1e-4);
+    QVERIFY(forja_test::max_abs_error(lm->forward(long_ids), forja_test::expected("phi3", "long_logits")) <
+            1e-4);
   }
 
   void dtypes() {

@@ -18,7 +18,7 @@ std::vector<forja::ChatMessage> to_messages(const json& conv) {
   return out;
 }
 
-const char* kNames[] = {"gpt2_bpe",   "llama3_bpe",      "qwen2_bpe",    "smollm_bpe",        "sp_bpe",
+const char* kNames[] = {"gpt2_bpe",   "llama3_bpe",      "qwen2_bpe", "smollm_bpe",   "sp_bpe",
                         "sp_unigram", "deepseek_v3_bpe", "gemma_bpe", "phi3_sp_json", "mistral_v3_sp_json"};
 
 }  // namespace
@@ -117,12 +117,12 @@ class TestChatTemplate : public QObject {
     // every conversation x 2 generation settings (make_tokenizer_fixtures.py), the built-in ones among them.
     QCOMPARE(checked + refused, entries);
     QCOMPARE(entries, rec["templates"].size() * rec["conversations"].size() * 2);
-    for (const auto& builtin : forja::ChatTemplate::builtin_names())
-    {
+    for (const auto& builtin : forja::ChatTemplate::builtin_names()) {
       QVERIFY2(rec["templates"].contains(builtin), ("no recording of built-in " + builtin).c_str());
       // The recording is of the template as shipped.
-      QVERIFY2(rec["templates"][builtin].get<std::string>() == forja::ChatTemplate::builtin_source(builtin),
-               ("built-in " + builtin + " changed since the recording; rerun make_tokenizer_fixtures.py").c_str());
+      QVERIFY2(
+          rec["templates"][builtin].get<std::string>() == forja::ChatTemplate::builtin_source(builtin),
+          ("built-in " + builtin + " changed since the recording; rerun make_tokenizer_fixtures.py").c_str());
     }
     QVERIFY(checked > 0);
     // chatml_generation: HF gave a mask for every conversation.

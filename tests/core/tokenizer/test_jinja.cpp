@@ -292,7 +292,8 @@ class TestJinja : public QObject {
 
   void builtin_templates() {
     const auto names = forja::ChatTemplate::builtin_names();
-    for (const char* n : {"chatml", "gemma", "gpt2", "llama2", "llama3", "mistral", "phi3", "qwen3", "zephyr"})
+    for (const char* n :
+         {"chatml", "gemma", "gpt2", "llama2", "llama3", "mistral", "phi3", "qwen3", "zephyr"})
       QVERIFY(std::find(names.begin(), names.end(), n) != names.end());
     QVERIFY_THROWS_EXCEPTION(forja::Error, forja::ChatTemplate::builtin("nope"));
     const auto chatml = forja::ChatTemplate::builtin("chatml");
