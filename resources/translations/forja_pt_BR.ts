@@ -567,6 +567,10 @@ Ajustado: %2</translation>
         <source>Copy the last answer</source>
         <translation>Copiar a última resposta</translation>
     </message>
+    <message>
+        <source>Copy code</source>
+        <translation>Copiar código</translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::ChatWorker</name>

@@ -25,6 +25,7 @@
 #include <QTextBrowser>
 #include <QTextDocument>
 #include <QTimer>
+#include <QUrl>
 
 #include <algorithm>
 #include <cmath>
@@ -182,6 +183,7 @@ class TestChatPane : public QObject {
   void chatsAreKeptAndReopen();
   void chatsAreSearchedAndExported();
   void regenerateAndEditTakeBackTheLastExchange();
+  void codeBlocksAreShadedWithACopyLink();
   void fourBitBaseReloadsAndKeepsTheChat();
   void modelWithoutTokenizerShowsError();
   void staysResponsiveWhileGenerating();
@@ -646,6 +648,53 @@ void TestChatPane::regenerateAndEditTakeBackTheLastExchange() {
   messages = forja::test::read_journal(window_).messages(id);
   QCOMPARE(messages.size(), size_t{2});
   QCOMPARE(messages[0].content, std::string("What is LoRA? Briefly"));
+}
+
+void TestChatPane::codeBlocksAreShadedWithACopyLink() {
+  // A kept chat whose answer has two code blocks: each is shaded, with a "Copy code" link under it that puts
+  // that block's code on the clipboard.
+  open_model(model_dir_);
+  child<QSpinBox>("maxNewTokens")->setValue(4);
+  {
+    forja::Journal journal = forja::test::read_journal(window_);
+    forja::ChatRecord c;
+    c.title = "Code";
+    c.model_dir = model_dir_.toStdString();
+    journal.add_exchange(
+        0, c,
+        {{"user", "Show me code"},
+         {"assistant", "First:\n\n```cpp\nint x = 1;\nint y = 2;\n```\n\nThen:\n\n```\nls -la\n```\n"}});
+  }
+  pane_->refresh_chats();
+  forja::test::settle_journal(window_);
+  auto* list = child<QListWidget>("chatList");
+  QTRY_COMPARE_WITH_TIMEOUT(list->count(), 1, 5000);
+  pane_->open_chat(list->item(0)->data(Qt::UserRole).toLongLong());
+  forja::test::settle_journal(window_);
+  auto* view = child<QTextBrowser>("conversation");
+  QTRY_VERIFY_WITH_TIMEOUT(view->toPlainText().contains(QStringLiteral("ls -la")), 5000);
+  QCOMPARE(view->toPlainText().count(QStringLiteral("Copy code")), 2);
+  int shaded = 0;
+  for (QTextBlock b = view->document()->begin(); b.isValid(); b = b.next())
+    if (b.blockFormat().background().style() != Qt::NoBrush) {
+      QVERIFY2(b.text() == QStringLiteral("int x = 1;") || b.text() == QStringLiteral("int y = 2;") ||
+                   b.text() == QStringLiteral("ls -la"),
+               qPrintable(b.text()));
+      ++shaded;
+    }
+  QCOMPARE(shaded, 3);
+  Q_EMIT view->anchorClicked(QUrl(QStringLiteral("forja-copy-code:0")));
+  QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("int x = 1;\nint y = 2;"));
+  Q_EMIT view->anchorClicked(QUrl(QStringLiteral("forja-copy-code:1")));
+  QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("ls -la"));
+  // The chat goes on: the next answer is decorated with the rest, and the links are not doubled.
+  send_message(QStringLiteral("More"));
+  QVERIFY2(view->toPlainText().contains(QStringLiteral("More")) &&
+               view->toPlainText().contains(QStringLiteral("ls -la")),
+           qPrintable(view->toPlainText()));
+  QCOMPARE(view->toPlainText().count(QStringLiteral("Copy code")), 2);
+  Q_EMIT view->anchorClicked(QUrl(QStringLiteral("forja-copy-code:0")));
+  QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("int x = 1;\nint y = 2;"));
 }
 
 // The 4-bit choice reloads the model with an NF4 base (the adapter with it), keeps the conversation, and

@@ -3,6 +3,7 @@
 
 #include <QCheckBox>
 #include <QClipboard>
+#include <QDesktopServices>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -25,10 +26,12 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextCursor>
 #include <QTextDocument>
 #include <QTimer>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <limits>
@@ -51,6 +54,8 @@ namespace {
 
 const QString kUser = QStringLiteral("user");
 const QString kAssistant = QStringLiteral("assistant");
+// Marks the blocks that hold a code block's copy link (QTextFormat's user property range).
+constexpr int kCopyLinkBlock = QTextFormat::UserProperty + 1;
 const QString kSystem = QStringLiteral("system");
 
 // A chat's title in the list: its first message, on one line, cut at a length that fits the list.
@@ -173,7 +178,16 @@ QWidget* ChatPane::build_chat_list() {
 QWidget* ChatPane::build_conversation() {
   conversation_ = new QTextBrowser;
   conversation_->setObjectName(QStringLiteral("conversation"));
-  conversation_->setOpenExternalLinks(true);
+  // Links are handled here: a code block's copy link, or a web link opened in the browser.
+  conversation_->setOpenLinks(false);
+  connect(conversation_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+    if (url.scheme() == QLatin1String("forja-copy-code")) {
+      const int i = url.path().toInt();
+      if (i >= 0 && i < code_blocks_.size()) QGuiApplication::clipboard()->setText(code_blocks_[i]);
+    } else {
+      QDesktopServices::openUrl(url);
+    }
+  });
   conversation_->setPlaceholderText(tr("Your conversation appears here."));
   compare_prompt_ = new QLabel;
   compare_prompt_->setObjectName(QStringLiteral("comparePrompt"));
@@ -624,6 +638,7 @@ void ChatPane::on_answered(const ChatReply& reply) {
       answer.removeSelectedText();
       insert_body(answer, shown_.back(), /*streaming=*/false);
       answer_start_ = -1;
+      decorate_code_blocks();
     }
     finish_generation();
   });
@@ -946,7 +961,60 @@ void ChatPane::render_conversation() {
   conversation_->document()->clear();
   QTextCursor c(conversation_->document());
   for (qsizetype i = 0; i < shown_.size(); ++i) insert_message(c, i);
+  if (!generating_) decorate_code_blocks();
   conversation_->verticalScrollBar()->setValue(conversation_->verticalScrollBar()->maximum());
+}
+
+void ChatPane::decorate_code_blocks() {
+  QTextDocument* doc = conversation_->document();
+  // The links already there come off first: the document is decorated again after each answer.
+  for (QTextBlock b = doc->begin(); b.isValid();) {
+    const QTextBlock next = b.next();
+    if (b.blockFormat().boolProperty(kCopyLinkBlock)) {
+      QTextCursor c(b);
+      c.movePosition(QTextCursor::PreviousBlock, QTextCursor::MoveAnchor);
+      c.movePosition(QTextCursor::EndOfBlock);
+      c.setPosition(b.position() + b.length() - 1, QTextCursor::KeepAnchor);
+      c.removeSelectedText();
+    }
+    b = next;
+  }
+  // Runs of code blocks (Markdown gives each line of a fence a block with a code language property).
+  code_blocks_.clear();
+  std::vector<int> ends;  // the position of each run's last block
+  bool in_code = false;
+  for (QTextBlock b = doc->begin(); b.isValid(); b = b.next()) {
+    const bool code = b.blockFormat().hasProperty(QTextFormat::BlockCodeLanguage);
+    if (code) {
+      if (!in_code)
+        code_blocks_ << QString();
+      else
+        code_blocks_.back() += QLatin1Char('\n');
+      code_blocks_.back() += b.text();
+      QTextBlockFormat shade;
+      shade.setBackground(palette().color(QPalette::AlternateBase));
+      QTextCursor(b).mergeBlockFormat(shade);
+      if (in_code)
+        ends.back() = b.position();
+      else
+        ends.push_back(b.position());
+    }
+    in_code = code;
+  }
+  // From the last run back, so that each insertion leaves the earlier positions as they were.
+  for (int i = static_cast<int>(ends.size()) - 1; i >= 0; --i) {
+    QTextCursor c(doc->findBlock(ends[static_cast<size_t>(i)]));
+    c.movePosition(QTextCursor::EndOfBlock);
+    QTextBlockFormat link_block;
+    link_block.setProperty(kCopyLinkBlock, true);
+    QTextCharFormat link;
+    link.setAnchor(true);
+    link.setAnchorHref(QStringLiteral("forja-copy-code:%1").arg(i));
+    link.setForeground(palette().color(QPalette::Link));
+    link.setFontUnderline(true);
+    c.insertBlock(link_block, QTextCharFormat());
+    c.insertText(tr("Copy code"), link);
+  }
 }
 
 void ChatPane::insert_message(QTextCursor& c, qsizetype index) {

@@ -122,6 +122,9 @@ class ChatPane : public Pane {
   void finish_generation();
   // The whole conversation anew (a chat opened, a new chat).
   void render_conversation();
+  // Shades the conversation's code blocks and puts a "Copy code" link under each (code_blocks_ holds their
+  // texts, in order, for the links).
+  void decorate_code_blocks();
   // Message `index` of shown_ at the cursor: its role, then its body.
   void insert_message(QTextCursor& c, qsizetype index);
   void insert_body(QTextCursor& c, const Shown& m, bool streaming);
@@ -162,6 +165,7 @@ class ChatPane : public Pane {
   QString saved_system_;       // the system prompt the journal has for this chat
   QString pending_user_;       // the message being answered
   QVector<Shown> shown_;
+  QStringList code_blocks_;
   int answer_start_ = -1;  // where the answer being written begins in the conversation document
 
   QLabel* model_label_;
