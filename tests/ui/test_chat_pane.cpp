@@ -678,11 +678,22 @@ void TestChatPane::codeBlocksAreShadedWithACopyLink() {
   for (QTextBlock b = view->document()->begin(); b.isValid(); b = b.next())
     if (b.blockFormat().background().style() != Qt::NoBrush) {
       QVERIFY2(b.text() == QStringLiteral("int x = 1;") || b.text() == QStringLiteral("int y = 2;") ||
-                   b.text() == QStringLiteral("ls -la"),
+                   b.text() == QStringLiteral("ls -la") || b.text() == QStringLiteral("You") ||
+                   b.text() == QStringLiteral("Show me code"),
                qPrintable(b.text()));
       ++shaded;
     }
-  QCOMPARE(shaded, 3);
+  // Beside the code blocks, the user's message is a tinted bubble to the right; the answer runs from the
+  // left.
+  for (QTextBlock b = view->document()->begin(); b.isValid(); b = b.next()) {
+    if (b.text() == QStringLiteral("Show me code"))
+      QVERIFY(b.blockFormat().leftMargin() > 0);
+    else if (b.text() == QStringLiteral("Then:")) {
+      QVERIFY(b.blockFormat().rightMargin() > 0 && b.blockFormat().leftMargin() == 0);
+      QCOMPARE(b.blockFormat().background().style(), Qt::NoBrush);
+    }
+  }
+  QCOMPARE(shaded, 3 + 2);  // the code's three lines; the user's header and words
   Q_EMIT view->anchorClicked(QUrl(QStringLiteral("forja-copy-code:0")));
   QCOMPARE(QGuiApplication::clipboard()->text(), QStringLiteral("int x = 1;\nint y = 2;"));
   Q_EMIT view->anchorClicked(QUrl(QStringLiteral("forja-copy-code:1")));

@@ -56,6 +56,8 @@ const QString kUser = QStringLiteral("user");
 const QString kAssistant = QStringLiteral("assistant");
 // Marks the blocks that hold a code block's copy link (QTextFormat's user property range).
 constexpr int kCopyLinkBlock = QTextFormat::UserProperty + 1;
+// Marks a message's first block (its "You" / "Assistant" line) with the message's role.
+constexpr int kRoleHeader = QTextFormat::UserProperty + 2;
 const QString kSystem = QStringLiteral("system");
 
 // A chat's title in the list: its first message, on one line, cut at a length that fits the list.
@@ -638,7 +640,7 @@ void ChatPane::on_answered(const ChatReply& reply) {
       answer.removeSelectedText();
       insert_body(answer, shown_.back(), /*streaming=*/false);
       answer_start_ = -1;
-      decorate_code_blocks();
+      decorate_conversation();
     }
     finish_generation();
   });
@@ -961,11 +963,11 @@ void ChatPane::render_conversation() {
   conversation_->document()->clear();
   QTextCursor c(conversation_->document());
   for (qsizetype i = 0; i < shown_.size(); ++i) insert_message(c, i);
-  if (!generating_) decorate_code_blocks();
+  if (!generating_) decorate_conversation();
   conversation_->verticalScrollBar()->setValue(conversation_->verticalScrollBar()->maximum());
 }
 
-void ChatPane::decorate_code_blocks() {
+void ChatPane::decorate_conversation() {
   QTextDocument* doc = conversation_->document();
   // The links already there come off first: the document is decorated again after each answer.
   for (QTextBlock b = doc->begin(); b.isValid();) {
@@ -978,6 +980,12 @@ void ChatPane::decorate_code_blocks() {
       c.removeSelectedText();
     }
     b = next;
+  }
+  // Each message's blocks as a bubble (Markdown's own blocks included), from its header to the next one.
+  QString role;
+  for (QTextBlock b = doc->begin(); b.isValid(); b = b.next()) {
+    if (const QString r = b.blockFormat().stringProperty(kRoleHeader); !r.isEmpty()) role = r;
+    if (!role.isEmpty()) QTextCursor(b).mergeBlockFormat(bubble_format(role));
   }
   // Runs of code blocks (Markdown gives each line of a fence a block with a code language property).
   code_blocks_.clear();
@@ -1017,18 +1025,35 @@ void ChatPane::decorate_code_blocks() {
   }
 }
 
+QTextBlockFormat ChatPane::bubble_format(const QString& role) const {
+  // The user's messages stand out to the right on a tint; the answers run from the left edge.
+  QTextBlockFormat f;
+  if (role == kUser) {
+    QColor tint = palette().color(QPalette::Highlight);
+    tint.setAlpha(40);
+    f.setBackground(tint);
+    f.setLeftMargin(48);
+    f.setRightMargin(0);
+  } else {
+    f.setLeftMargin(0);
+    f.setRightMargin(48);
+  }
+  return f;
+}
+
 void ChatPane::insert_message(QTextCursor& c, qsizetype index) {
-  QTextBlockFormat header;
+  const Shown& m = shown_[index];
+  QTextBlockFormat header = bubble_format(m.role);
   header.setTopMargin(index == 0 ? 0 : 14);
+  header.setProperty(kRoleHeader, m.role);
   if (index > 0)
     c.insertBlock(header, QTextCharFormat());
   else
     c.setBlockFormat(header);
   QTextCharFormat role_format;
   role_format.setFontWeight(QFont::Bold);
-  const Shown& m = shown_[index];
   c.insertText(m.role == kUser ? tr("You") : tr("Assistant"), role_format);
-  c.insertBlock(QTextBlockFormat(), QTextCharFormat());
+  c.insertBlock(bubble_format(m.role), QTextCharFormat());
   insert_body(c, m, /*streaming=*/generating_ && index == shown_.size() - 1);
 }
 

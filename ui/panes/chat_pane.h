@@ -9,6 +9,7 @@
 #pragma once
 
 #include <QString>
+#include <QTextFormat>
 #include <QVector>
 
 #include <atomic>
@@ -122,9 +123,10 @@ class ChatPane : public Pane {
   void finish_generation();
   // The whole conversation anew (a chat opened, a new chat).
   void render_conversation();
-  // Shades the conversation's code blocks and puts a "Copy code" link under each (code_blocks_ holds their
-  // texts, in order, for the links).
-  void decorate_code_blocks();
+  // Lays each message out as a bubble, shades the code blocks and puts a "Copy code" link under each
+  // (code_blocks_ holds their texts, in order, for the links).
+  void decorate_conversation();
+  QTextBlockFormat bubble_format(const QString& role) const;
   // Message `index` of shown_ at the cursor: its role, then its body.
   void insert_message(QTextCursor& c, qsizetype index);
   void insert_body(QTextCursor& c, const Shown& m, bool streaming);
