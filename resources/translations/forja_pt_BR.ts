@@ -571,6 +571,10 @@ Ajustado: %2</translation>
         <source>Copy code</source>
         <translation>Copiar código</translation>
     </message>
+    <message>
+        <source>Adapter: run “%1”</source>
+        <translation>Adaptador: execução “%1”</translation>
+    </message>
 </context>
 <context>
     <name>forja::ui::ChatWorker</name>

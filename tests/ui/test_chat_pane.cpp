@@ -381,6 +381,21 @@ void TestChatPane::adapterSwitchesWithoutReload() {
   // Named by the folder it sits in, as a run's adapter is named by its run.
   QCOMPARE(child<QLabel>("adapterLabel")->text(),
            QStringLiteral("Adapter: ") + QFileInfo(fixtures_.path()).fileName());
+  {
+    // The journal knows a run that wrote this adapter: the line then names the run.
+    forja::Journal journal = forja::test::read_journal(window_);
+    forja::NewRun r;
+    r.name = "Receitas, segunda tentativa";
+    r.model_dir = model_dir_.toStdString();
+    const int64_t id = journal.create_run(r);
+    journal.finish_run(id, forja::RunStatus::Completed, 1.0, std::nullopt, adapter_dir_.toStdString());
+  }
+  pane_->open_adapter(tmp_->path());  // another folder, then this adapter again
+  QTRY_VERIFY_WITH_TIMEOUT(box->isVisible(), 30000);
+  pane_->open_adapter(adapter_dir_);
+  QTRY_COMPARE_WITH_TIMEOUT(adapter_ready.count(), 2, 30000);
+  QTRY_COMPARE_WITH_TIMEOUT(child<QLabel>("adapterLabel")->text(),
+                            QStringLiteral("Adapter: run “Receitas, segunda tentativa”"), 5000);
   child<QSpinBox>("maxNewTokens")->setValue(24);
 
   QSignalSpy reloads(pane_, &ChatPane::model_ready_changed);

@@ -34,6 +34,7 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include <filesystem>
 #include <limits>
 #include <optional>
 
@@ -399,6 +400,22 @@ void ChatPane::wire_worker() {
 #endif
     adapter_label_->setText(tr("Adapter: %1").arg(adapter_display_name(dir)));
     adapter_label_->setToolTip(QDir::toNativeSeparators(dir));
+    // A run's adapter goes by the run's name, once the journal has said which run wrote it.
+    const std::string path = dir.toStdString();
+    context_.journal->request(
+        this,
+        [path](forja::Journal& j) {
+          for (const auto& r : j.runs())
+            if (!r.adapter_path.empty() &&
+                std::filesystem::path(r.adapter_path) == std::filesystem::path(path))
+              return r.name;
+          return std::string();
+        },
+        [this, dir](const std::string& run_name) {
+          if (dir == adapter_dir_ && adapter_loaded_ && !run_name.empty())
+            adapter_label_->setText(tr("Adapter: run “%1”").arg(QString::fromStdString(run_name)));
+        },
+        [](const JournalFailure&) {});        // without the journal, the folder's name stands
     const QSignalBlocker quiet(adapter_on_);  // a new adapter starts enabled in the engine too
     adapter_on_->setChecked(true);
     update_controls();
