@@ -20,16 +20,34 @@ namespace {
 struct Format {
   const char* code;
   const char* label;
-  const char* suffix;  // the proposed file's ending; empty: a folder
-  bool types;          // offers the GGUF types
+  const char* name_suffix;  // added to the run's name in the proposed destination
+  const char* extension;    // the proposed file's ending; empty: a folder
+  bool types;               // offers the GGUF types
+  const char* note;         // what the export writes
 };
 
 const Format kFormats[] = {
-    {"gguf", QT_TRANSLATE_NOOP("forja::ui::ExportDialog", "GGUF file (llama.cpp, LM Studio)"), ".gguf", true},
-    {"ollama", QT_TRANSLATE_NOOP("forja::ui::ExportDialog", "Ollama folder (GGUF and Modelfile)"), "", true},
+    {"gguf", QT_TRANSLATE_NOOP("forja::ui::ExportDialog", "GGUF file (llama.cpp, LM Studio)"), "", ".gguf",
+     true,
+     QT_TRANSLATE_NOOP(
+         "forja::ui::ExportDialog",
+         "The adapter merged into the base model, one file for llama.cpp, LM Studio and Ollama.")},
+    {"ollama", QT_TRANSLATE_NOOP("forja::ui::ExportDialog", "Ollama folder (GGUF and Modelfile)"), "-ollama",
+     "", true,
+     QT_TRANSLATE_NOOP(
+         "forja::ui::ExportDialog",
+         "model.gguf and a Modelfile with the chat template: ollama create NAME -f Modelfile.")},
     {"gguf-lora", QT_TRANSLATE_NOOP("forja::ui::ExportDialog", "GGUF LoRA adapter (llama.cpp --lora)"),
-     ".gguf", false},
-    {"hf", QT_TRANSLATE_NOOP("forja::ui::ExportDialog", "Hugging Face folder (transformers)"), "", false},
+     "-adapter", ".gguf", false,
+     QT_TRANSLATE_NOOP("forja::ui::ExportDialog",
+                       "The adapter alone, beside the base model's own GGUF file: llama.cpp --lora, Ollama's "
+                       "ADAPTER.")},
+    {"hf", QT_TRANSLATE_NOOP("forja::ui::ExportDialog", "Hugging Face folder (transformers)"), "-merged", "",
+     false,
+     QT_TRANSLATE_NOOP(
+         "forja::ui::ExportDialog",
+         "The adapter merged into the base model, in the checkpoint's own dtype, as transformers "
+         "loads it.")},
 };
 
 struct Type {
@@ -75,7 +93,7 @@ ExportDialog::ExportDialog(const QString& run_name, const QString& folder, QWidg
   connect(browse, &QPushButton::clicked, this, [this] {
     const Format& f = format_of(format());
     const QString path =
-        *f.suffix
+        *f.extension
             ? QFileDialog::getSaveFileName(this, tr("Export to"), destination(), tr("GGUF files (*.gguf)"))
             : QFileDialog::getSaveFileName(this, tr("Export to a new folder"), destination());
     if (!path.isEmpty()) destination_->setText(path);
@@ -146,28 +164,11 @@ void ExportDialog::set_destination(const QString& path) {
 void ExportDialog::format_changed() {
   const Format& f = format_of(format());
   dtype_->setEnabled(f.types);
-  const QString code = QString::fromLatin1(f.code);
-  if (code == QLatin1String("gguf-lora"))
-    note_->setText(
-        tr("The adapter alone, beside the base model's own GGUF file: llama.cpp --lora, Ollama's "
-           "ADAPTER."));
-  else if (code == QLatin1String("hf"))
-    note_->setText(
-        tr("The adapter merged into the base model, in the checkpoint's own dtype, as transformers "
-           "loads it."));
-  else if (code == QLatin1String("ollama"))
-    note_->setText(tr("model.gguf and a Modelfile with the chat template: ollama create NAME -f Modelfile."));
-  else
-    note_->setText(
-        tr("The adapter merged into the base model, one file for llama.cpp, LM Studio and Ollama."));
+  note_->setText(tr(f.note));
   // The proposed destination follows the format, unless the user chose one of their own.
-  const QString base =
-      QDir(folder_).filePath(run_name_ + (code == QLatin1String("gguf-lora") ? QStringLiteral("-adapter")
-                                          : code == QLatin1String("ollama")  ? QStringLiteral("-ollama")
-                                          : code == QLatin1String("hf")      ? QStringLiteral("-merged")
-                                                                             : QString()));
   if (destination().isEmpty() || destination() == proposed_) {
-    proposed_ = base + QString::fromLatin1(f.suffix);
+    proposed_ = QDir(folder_).filePath(run_name_ + QString::fromLatin1(f.name_suffix) +
+                                       QString::fromLatin1(f.extension));
     destination_->setText(proposed_);
   }
   update_ok();

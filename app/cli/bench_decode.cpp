@@ -28,7 +28,6 @@ namespace {
 // limit changes nothing a step computes).
 ModelConfig shape_config(const std::string& shape) {
   ModelConfig c = parse_model_config_text(bench_shape_config(shape), "bench:" + shape);
-  c.path = "bench:" + shape;
   c.max_position_embeddings = std::max<int64_t>(c.max_position_embeddings, 4096);
   return c;
 }

@@ -494,9 +494,7 @@ void ChatPane::load_model_if_needed() {
   if (!adapter_dir_.isEmpty()) worker_->load_adapter(adapter_dir_);  // queued after the model
   if (same_model && !shown_.isEmpty()) {
     // The new engine starts empty: it gets the conversation on screen, so the chat goes on where it was.
-    std::vector<forja::ChatTurn> turns;
-    for (const auto& m : shown_) turns.push_back({m.role.toStdString(), m.text.toStdString()});
-    worker_->set_conversation(system_prompt_->toPlainText().trimmed(), turns);
+    worker_->set_conversation(system_prompt_->toPlainText().trimmed(), shown_turns());
   }
   update_controls();
 }
@@ -572,15 +570,19 @@ void ChatPane::send() {
   update_controls();
 }
 
+std::vector<forja::ChatTurn> ChatPane::shown_turns() const {
+  std::vector<forja::ChatTurn> turns;
+  for (const auto& m : shown_) turns.push_back({m.role.toStdString(), m.text.toStdString()});
+  return turns;
+}
+
 QString ChatPane::take_back_last_exchange() {
   if (generating_ || shown_.size() < 2 || shown_.back().role != kAssistant ||
       shown_[shown_.size() - 2].role != kUser)
     return {};
   const QString text = shown_[shown_.size() - 2].text;
   shown_.resize(shown_.size() - 2);
-  std::vector<forja::ChatTurn> turns;
-  for (const auto& m : shown_) turns.push_back({m.role.toStdString(), m.text.toStdString()});
-  worker_->set_conversation(system_prompt_->toPlainText().trimmed(), turns);
+  worker_->set_conversation(system_prompt_->toPlainText().trimmed(), shown_turns());
   if (journal_ok_ && chat_started_) {
     // Queued behind any exchange still being saved, so it removes that one and never an older one.
     auto cell = chat_cell_;

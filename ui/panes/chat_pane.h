@@ -139,6 +139,8 @@ class ChatPane : public Pane {
                         const std::optional<forja::ChatRecord>& record);
   void apply_chat_search();
   QString take_back_last_exchange();
+  // The conversation on screen, as the engine takes it.
+  std::vector<forja::ChatTurn> shown_turns() const;
   void show_journal_unavailable(const QString& message, const QString& hint);
   void show_journal_failure(const JournalFailure& why);
   // An item of the chat list showing `chat` (title, id, time and model in its tooltip).

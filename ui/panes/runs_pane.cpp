@@ -88,10 +88,8 @@ RunsPane::RunsPane(AppContext& context, QWidget* parent) : Pane(context, parent)
   chat_->setObjectName(QStringLiteral("chatWithRunButton"));
   chat_->setToolTip(tr("Open the selected run's base model and adapter in the Chat pane."));
   connect(chat_, &QPushButton::clicked, this, [this] {
-    const std::vector<int64_t> ids = selected_run_ids();
-    for (const auto& r : runs_)
-      if (ids.size() == 1 && r.id == ids.front() && !r.adapter_path.empty())
-        Q_EMIT chat_requested(QString::fromStdString(r.model_dir), QString::fromStdString(r.adapter_path));
+    if (const forja::RunRecord* r = selected_run_with_adapter())
+      Q_EMIT chat_requested(QString::fromStdString(r->model_dir), QString::fromStdString(r->adapter_path));
   });
   export_ = new QPushButton(tr("Export…"));
   export_->setObjectName(QStringLiteral("exportRunButton"));
@@ -446,6 +444,14 @@ void RunsPane::save_label() {
       });
 }
 
+const forja::RunRecord* RunsPane::selected_run_with_adapter() const {
+  const std::vector<int64_t> ids = selected_run_ids();
+  if (ids.size() != 1) return nullptr;
+  for (const auto& r : runs_)
+    if (r.id == ids.front()) return r.adapter_path.empty() ? nullptr : &r;
+  return nullptr;
+}
+
 void RunsPane::update_buttons() {
   const std::vector<int64_t> ids = selected_run_ids();
   bool any_deletable = false;
@@ -453,9 +459,7 @@ void RunsPane::update_buttons() {
     if (r.status != forja::RunStatus::Running && std::find(ids.begin(), ids.end(), r.id) != ids.end())
       any_deletable = true;
   delete_->setEnabled(!journal_error_ && any_deletable);
-  bool one_with_adapter = false;
-  for (const auto& r : runs_)
-    if (ids.size() == 1 && r.id == ids.front()) one_with_adapter = !r.adapter_path.empty();
+  const bool one_with_adapter = selected_run_with_adapter() != nullptr;
   chat_->setEnabled(one_with_adapter);
   export_csv_->setEnabled(!journal_error_ && ids.size() == 1);
   export_->setEnabled(one_with_adapter && !exporting());
@@ -484,10 +488,7 @@ void RunsPane::write_metrics_csv(std::string csv, const QString& path) {
 }
 
 void RunsPane::open_export_dialog() {
-  const std::vector<int64_t> ids = selected_run_ids();
-  const forja::RunRecord* run = nullptr;
-  for (const auto& r : runs_)
-    if (ids.size() == 1 && r.id == ids.front() && !r.adapter_path.empty()) run = &r;
+  const forja::RunRecord* run = selected_run_with_adapter();
   if (run == nullptr || exporting()) return;
   // Proposed beside the run's adapter, in the run's folder.
   auto* dialog = new ExportDialog(QString::fromStdString(run->name),
@@ -504,10 +505,7 @@ void RunsPane::open_export_dialog() {
 }
 
 void RunsPane::export_selected(const QString& format, const QString& destination, const QString& dtype) {
-  const std::vector<int64_t> ids = selected_run_ids();
-  const forja::RunRecord* run = nullptr;
-  for (const auto& r : runs_)
-    if (ids.size() == 1 && r.id == ids.front() && !r.adapter_path.empty()) run = &r;
+  const forja::RunRecord* run = selected_run_with_adapter();
   if (run == nullptr || exporting()) return;
   error_->clear();
   forja::ExportOptions options;

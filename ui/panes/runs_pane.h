@@ -53,6 +53,8 @@ class RunsPane : public Pane {
   // Re-reads the journal (on the journal's thread), keeping the selection.
   void refresh();
   std::vector<int64_t> selected_run_ids() const;
+  // The one selected run, when it has an adapter (what chat and export act on); null otherwise.
+  const forja::RunRecord* selected_run_with_adapter() const;
   void select_runs(const std::vector<int64_t>& ids);
   // Asks for confirmation, then deletes the selected runs that are not running.
   void delete_selected();
