@@ -20,7 +20,6 @@
 #if FORJA_EXPORT_HAS_GGUF
 #include "gguf_export.h"
 #endif
-#include "forja/architecture.h"
 #include "forja/model_config.h"
 #include "gguf_lora.h"
 #if FORJA_EXPORT_HAS_GGUF
@@ -208,13 +207,10 @@ ExportResult export_model(const ExportOptions& o, const std::function<void(const
   if (gguf && !gguf_export_available())
     throw Error("this build has no tokenizer area, so it cannot write GGUF",
                 "Build with the tokenizer (PCRE2 and sentencepiece's development files).");
-  if (gguf) {
-    const Architecture& arch = architecture(parse_model_config(o.model_dir / "config.json").family);
-    if (arch.gguf_arch.empty())
-      throw Error(
-          o.model_dir.string() + ": GGUF export is not written for " + std::string(arch.name) + " models yet",
-          "Export a Hugging Face folder (--format hf); llama.cpp's convert_hf_to_gguf.py reads it.");
-  }
+#if FORJA_EXPORT_HAS_GGUF
+  // What llama.cpp would compute differently is said before anything is loaded.
+  if (gguf) exporter::gguf_layout(parse_model_config(o.model_dir / "config.json"));
+#endif
   LoadOptions lo;
   std::optional<at::ScalarType> out_dtype;
   quant::GgufFileType gguf_type = quant::GgufFileType::F16;

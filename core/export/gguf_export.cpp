@@ -78,14 +78,140 @@ void add_gpt2_tensors(const ModelConfig& c, Take&& take, Add&& add) {
   add("output.weight", take("transformer.wte.weight"));
 }
 
+// Gemma 2 and 3 under llama.cpp's "gemma2" / "gemma3": the norms' (1 + w) written as the weight itself, as
+// llama.cpp's converter does, and the q scale that makes its fixed attention scale the config's.
+template <typename Take, typename Add>
+void add_gemma_tensors(const ModelConfig& c, const GgufLayout& layout, Take&& take, Add&& add) {
+  auto norm = [&](const std::string& hf) { return take(hf).to(at::kFloat) + 1; };
+  add("token_embd.weight", take("model.embed_tokens.weight"));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string hf = "model.layers." + std::to_string(i) + ".", g = "blk." + std::to_string(i) + ".";
+    at::Tensor q = take(hf + "self_attn.q_proj.weight");
+    at::Tensor q_norm;
+    // Gemma 3 normalizes q per head after the projection, so the scale goes on that norm instead.
+    if (c.qk_norm)
+      q_norm = norm(hf + "self_attn.q_norm.weight") * layout.q_scale;
+    else if (layout.q_scale != 1.0)
+      q = q.to(at::kFloat) * layout.q_scale;
+    add(g + "attn_norm.weight", norm(hf + "input_layernorm.weight"));
+    add(g + "attn_q.weight", q);
+    add(g + "attn_k.weight", take(hf + "self_attn.k_proj.weight"));
+    add(g + "attn_v.weight", take(hf + "self_attn.v_proj.weight"));
+    add(g + "attn_output.weight", take(hf + "self_attn.o_proj.weight"));
+    if (c.qk_norm) {
+      add(g + "attn_q_norm.weight", q_norm);
+      add(g + "attn_k_norm.weight", norm(hf + "self_attn.k_norm.weight"));
+    }
+    add(g + "post_attention_norm.weight", norm(hf + "post_attention_layernorm.weight"));
+    add(g + "ffn_norm.weight", norm(hf + "pre_feedforward_layernorm.weight"));
+    add(g + "ffn_gate.weight", take(hf + "mlp.gate_proj.weight"));
+    add(g + "ffn_up.weight", take(hf + "mlp.up_proj.weight"));
+    add(g + "ffn_down.weight", take(hf + "mlp.down_proj.weight"));
+    add(g + "post_ffw_norm.weight", norm(hf + "post_feedforward_layernorm.weight"));
+  }
+  add("output_norm.weight", norm("model.norm.weight"));
+  if (!c.tie_word_embeddings) add("output.weight", take("lm_head.weight"));
+}
+
+// Phi-3 under llama.cpp's "phi3": its fused projections as they are (q, k, v rows; gate rows, then up), and
+// longrope's two factor sets as the global tensors llama.cpp reads.
+template <typename Take, typename Add>
+void add_phi3_tensors(const ModelConfig& c, Take&& take, Add&& add) {
+  auto factors = [](const std::vector<double>& f) {
+    std::vector<float> v(f.begin(), f.end());
+    return at::tensor(v);
+  };
+  add("token_embd.weight", take("model.embed_tokens.weight"));
+  if (c.rope.type == "longrope") {
+    add("rope_factors_long.weight", factors(c.rope.long_factor));
+    add("rope_factors_short.weight", factors(c.rope.short_factor));
+  }
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string hf = "model.layers." + std::to_string(i) + ".", g = "blk." + std::to_string(i) + ".";
+    add(g + "attn_norm.weight", take(hf + "input_layernorm.weight"));
+    add(g + "attn_qkv.weight", take(hf + "self_attn.qkv_proj.weight"));
+    add(g + "attn_output.weight", take(hf + "self_attn.o_proj.weight"));
+    add(g + "ffn_norm.weight", take(hf + "post_attention_layernorm.weight"));
+    add(g + "ffn_up.weight", take(hf + "mlp.gate_up_proj.weight"));
+    add(g + "ffn_down.weight", take(hf + "mlp.down_proj.weight"));
+  }
+  add("output_norm.weight", take("model.norm.weight"));
+  if (!c.tie_word_embeddings) add("output.weight", take("lm_head.weight"));
+}
+
 }  // namespace
+
+GgufLayout gguf_layout(const ModelConfig& c) {
+  const Architecture& a = architecture(c.family);
+  const std::string where = c.path.string() + ": ";
+  if (a.gguf_arch.empty())
+    throw Error(where + "GGUF export is not written for " + std::string(a.name) + " models yet",
+                "Export a Hugging Face folder (--format hf); llama.cpp's convert_hf_to_gguf.py reads it.");
+  GgufLayout layout;
+  const bool gemma = c.family == Family::Gemma2 || c.family == Family::Gemma3;
+  const std::string fix = "Export a Hugging Face folder (--format hf) instead.";
+  if (c.family == Family::Phi3 && c.num_heads * c.head_dim != c.hidden_size)
+    throw Error(where +
+                    "llama.cpp's Phi-3 takes q as wide as the hidden size, and here heads × head_dim is " +
+                    std::to_string(c.num_heads * c.head_dim) + ", not " + std::to_string(c.hidden_size),
+                fix);
+  if (!gemma) return layout;
+  // llama.cpp scales q by 1/sqrt(head_dim), or by 1/sqrt(hidden / heads) for the 27B models it knows by
+  // their layer count; the ratio to query_pre_attn_scalar's scale is folded into the weights.
+  const bool llama_cpp_27b = c.num_layers == (c.family == Family::Gemma2 ? 46 : 62);
+  const double llama_cpp_scale =
+      1.0 / std::sqrt(static_cast<double>(llama_cpp_27b ? c.hidden_size / c.num_heads : c.head_dim));
+  layout.q_scale = c.attention_scale() / llama_cpp_scale;
+  // Its local layers are those with i % period < period - 1 (one global layer closing each period).
+  const int64_t layers = c.num_layers;
+  for (int64_t p = 1; p <= layers + 1; ++p) {
+    bool fits = true;
+    for (int64_t i = 0; i < layers && fits; ++i) fits = c.local_layer(i) == (i % p < p - 1);
+    if (fits) {
+      layout.swa_period = static_cast<uint32_t>(p);
+      break;
+    }
+  }
+  if (layout.swa_period == 0)
+    throw Error(where +
+                    "llama.cpp knows Gemma's local layers only as a repeating pattern closed by one "
+                    "global layer, and this model's layer_types follow none",
+                fix);
+  if (c.family == Family::Gemma2) {
+    // Its Gemma 2 graph always caps the scores and the logits, and always reuses the embedding as the head.
+    if (c.attn_softcap <= 0 || c.final_softcap <= 0)
+      throw Error(where +
+                      "llama.cpp always soft-caps Gemma 2's attention scores and logits, and this "
+                      "config turns a cap off",
+                  fix);
+    if (!c.tie_word_embeddings)
+      throw Error(where +
+                      "llama.cpp reads Gemma 2's output layer as the token embedding, and this model "
+                      "has its own (tie_word_embeddings is false)",
+                  fix);
+  } else if (c.attn_softcap > 0) {
+    throw Error(where + "llama.cpp's Gemma 3 has no attention soft-cap, and this config sets one", fix);
+  }
+  // The local layers keep their own base, unscaled; the scaling applies to the global ones alone (Gemma 3),
+  // or to all as one RoPE (Gemma 2).
+  const RopeConfig& global = c.rope;
+  if (global.type != "default" && global.type != "linear")
+    throw Error(where + "llama.cpp's Gemma takes linear RoPE scaling only, not " + global.type, fix);
+  if (c.rope_local && c.rope_local->type != "default")
+    throw Error(where + "llama.cpp's Gemma 3 does not scale the local layers' RoPE, and this config does (" +
+                    c.rope_local->type + ")",
+                fix);
+  return layout;
+}
 
 uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::path& out_file,
                     quant::GgufFileType file_type, const std::string& name, const GgufTensorHook& on_tensor,
                     std::vector<std::string>* notes) {
   const ModelConfig& c = model.config();
   const Architecture& a = architecture(c.family);
+  const GgufLayout layout = gguf_layout(c);
   const std::string arch(a.gguf_arch);
+  const bool gemma = c.family == Family::Gemma2 || c.family == Family::Gemma3;
   const tokenizer::GgufVocab vocab = tokenizer::read_gguf_vocab(model_dir, c.vocab_size);
   const Tokenizer tok = Tokenizer::load(model_dir.string());
   const TokenizerInfo& info = tok.info();
@@ -96,10 +222,11 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   w.set("general.file_type", static_cast<uint32_t>(file_type));  // llama_ftype
   const bool quantized = quant::is_quantized_file_type(file_type);
   if (quantized) w.set("general.quantization_version", uint32_t{2});  // ggml's GGML_QNT_VERSION
-  // llama.cpp's "llama" architecture attends to the whole context: a sliding-window model (Mistral v0.1) is
-  // only the same model within its window, so that is the context the file declares.
+  // llama.cpp's "llama" and "phi3" attend to the whole context: a sliding-window model (Mistral v0.1,
+  // Phi-3-mini-4k) is only the same model within its window, so that is the context the file declares. Its
+  // Gemma has the local layers' window.
   int64_t context = c.max_position_embeddings;
-  if (c.sliding_window && *c.sliding_window < context) {
+  if (!gemma && c.sliding_window && *c.sliding_window < context) {
     context = *c.sliding_window;
     if (notes)
       notes->push_back(
@@ -126,6 +253,26 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
       w.set(arch + ".rope.scaling.type", std::string("linear"));
       w.set(arch + ".rope.scaling.factor", static_cast<float>(c.rope.factor));
     }
+  }
+  if (gemma) {
+    if (c.sliding_window) w.set(arch + ".attention.sliding_window", static_cast<uint32_t>(*c.sliding_window));
+    w.set(arch + ".attention.sliding_window_pattern", layout.swa_period);
+    w.set(arch + ".rope.freq_base_swa",
+          static_cast<float>(c.rope_local ? c.rope_local->theta : c.rope.theta));
+    if (c.attn_softcap > 0) w.set(arch + ".attn_logit_softcapping", static_cast<float>(c.attn_softcap));
+    if (c.final_softcap > 0) w.set(arch + ".final_logit_softcapping", static_cast<float>(c.final_softcap));
+  }
+  if (c.rope.type == "longrope") {
+    w.set(arch + ".rope.scaling.original_context_length",
+          static_cast<uint32_t>(c.rope.original_max_position_embeddings));
+    w.set(arch + ".rope.scaling.attn_factor", static_cast<float>(c.rope.attention_factor));
+    if (notes)
+      notes->push_back(
+          "llama.cpp takes Phi-3's long RoPE factors for every position once its context is longer "
+          "than " +
+          std::to_string(c.rope.original_max_position_embeddings) +
+          " tokens, and the short ones otherwise; transformers switches when a sequence passes "
+          "that length");
   }
 
   w.set("tokenizer.ggml.model", vocab.model);
@@ -200,6 +347,14 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   };
   if (arch == "gpt2") {
     add_gpt2_tensors(c, take, add);
+    return write();
+  }
+  if (gemma) {
+    add_gemma_tensors(c, layout, take, add);
+    return write();
+  }
+  if (c.family == Family::Phi3) {
+    add_phi3_tensors(c, take, add);
     return write();
   }
   add("token_embd.weight", take("model.embed_tokens.weight"));

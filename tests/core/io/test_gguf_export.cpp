@@ -134,6 +134,17 @@ std::vector<int64_t> ids(const json& a) {
   return a.get<std::vector<int64_t>>();
 }
 
+std::vector<float> floats(const forja::io::SafetensorsFile& f, const std::string& name) {
+  const auto bytes = f.bytes(f.at(name));
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+// llama.cpp's logits against transformers', relative to the largest: its CPU GELU reads an fp16 table, so
+// Gemma's logits differ by about 1e-3 of their scale, the others' by about 1e-4.
+constexpr double kLlamaCppLogitTolerance = 2e-3;
+
 std::vector<int64_t> int64s(const forja::io::SafetensorsFile& f, const std::string& name) {
   const auto bytes = f.bytes(f.at(name));
   std::vector<int64_t> v(bytes.size() / 8);
@@ -175,6 +186,15 @@ class TestGgufExport : public QObject {
     QTest::newRow("llama, SentencePiece") << "llama_sentencepiece"
                                           << "llama"
                                           << "sp_bpe_320/tokenizer.model";
+    QTest::newRow("gemma2 (soft-caps, q scale, local layers)") << "gemma2"
+                                                               << "gemma2"
+                                                               << "sp_bpe_320/tokenizer.model";
+    QTest::newRow("gemma3 (q/k norms, local RoPE, linear global RoPE)") << "gemma3"
+                                                                        << "gemma3"
+                                                                        << "sp_bpe_320/tokenizer.model";
+    QTest::newRow("phi3 (fused projections, longrope)") << "longrope"
+                                                        << "phi3"
+                                                        << "sp_bpe_320/tokenizer.model";
   }
 
   void fixtureModelsRunInLlamaCppAsInTransformers() {
@@ -205,7 +225,10 @@ class TestGgufExport : public QObject {
     const forja::ModelConfig c = forja::parse_model_config(dir / "config.json");
     const forja::Architecture& spec = forja::architecture(c.family);
     const std::string arch(spec.gguf_arch);
-    QCOMPARE(arch, std::string(name == "qwen2" || name == "qwen3" || name == "gpt2" ? name : "llama"));
+    const bool gemma = name == "gemma2" || name == "gemma3";
+    QCOMPARE(arch, std::string(name == "llama" || name == "llama3" || name == "mistral" || name == "smollm"
+                                   ? "llama"
+                                   : name));
     QCOMPARE(std::get<std::string>(g.metadata.at("general.architecture")), arch);
     QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".block_count")), static_cast<uint32_t>(c.num_layers));
     QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".attention.head_count")),
@@ -213,8 +236,16 @@ class TestGgufExport : public QObject {
     if (arch != "gpt2")
       QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".attention.head_count_kv")),
                static_cast<uint32_t>(c.num_kv_heads));
-    QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".context_length")),
-             static_cast<uint32_t>(c.sliding_window ? *c.sliding_window : c.max_position_embeddings));
+    // A sliding window is the context where llama.cpp has none (its "llama" and "phi3"); Gemma's is kept,
+    // with the period of its local and global layers.
+    QCOMPARE(
+        std::get<uint32_t>(g.metadata.at(arch + ".context_length")),
+        static_cast<uint32_t>(c.sliding_window && !gemma ? *c.sliding_window : c.max_position_embeddings));
+    if (gemma) {
+      QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".attention.sliding_window")),
+               static_cast<uint32_t>(*c.sliding_window));
+      QCOMPARE(std::get<uint32_t>(g.metadata.at(arch + ".attention.sliding_window_pattern")), 2u);
+    }
     QCOMPARE(std::get<std::vector<std::string>>(g.metadata.at("tokenizer.ggml.tokens")).size(),
              static_cast<size_t>(c.vocab_size));
     if (tok_file.extension() == ".model") {
@@ -242,8 +273,14 @@ class TestGgufExport : public QObject {
     // Llama family: embedding, final norm, 9 per layer; the LM head unless tied; q/k/v biases; Qwen3's q/k
     // norms; llama3's RoPE factors. GPT-2: token and position embeddings, 12 per layer (6 weights, 6 biases),
     // the final norm's two, and the LM head (the token embedding again).
+    // Gemma: 11 per layer (its norms after attention and around the MLP), the head always the embedding;
+    // Phi-3: 6 per layer (fused projections) and the two RoPE factor sets.
     if (arch == "gpt2")
       QCOMPARE(g.tensors.size(), size_t(2 + 12 * c.num_layers + 3));
+    else if (gemma)
+      QCOMPARE(g.tensors.size(), size_t(2 + (c.qk_norm ? 13 : 11) * c.num_layers));
+    else if (arch == "phi3")
+      QCOMPARE(g.tensors.size(), size_t(4 + 6 * c.num_layers + (c.tie_word_embeddings ? 0 : 1)));
     else
       QCOMPARE(g.tensors.size(),
                size_t(2 + 9 * c.num_layers + (c.tie_word_embeddings ? 0 : 1) +
@@ -255,7 +292,8 @@ class TestGgufExport : public QObject {
     const auto st = forja::io::SafetensorsFile::open(fs::exists(dir / "model.safetensors")
                                                          ? dir / "model.safetensors"
                                                          : dir / "model-00001-of-00003.safetensors");
-    if (const auto* info = st.find("model.layers.0.self_attn.q_proj.weight"); info != nullptr) {
+    // (Gemma 2's q carries the attention scale; Phi-3's is part of a fused projection.)
+    if (const auto* info = st.find("model.layers.0.self_attn.q_proj.weight"); info != nullptr && !gemma) {
       // The checkpoint's values (fp32, fp16 or bf16: exact in the fp32 file).
       const at::ScalarType dt = info->dtype == forja::io::DType::F16    ? at::kHalf
                                 : info->dtype == forja::io::DType::BF16 ? at::kBFloat16
@@ -286,13 +324,55 @@ class TestGgufExport : public QObject {
       QCOMPARE(mismatched, int64_t{0});
     }
 
-    // llama.cpp's greedy continuation = transformers' (within a sliding window: llama.cpp attends to all).
     const auto exp = forja::io::SafetensorsFile::open(forja_test::fixture_dir(name) / "expected.safetensors");
+    // llama.cpp's logits, where recorded, against transformers' for the same input.
+    if (rec.contains("logits")) {
+      const bool long_input = arch == "phi3";
+      const std::vector<int64_t> input = int64s(exp, long_input ? "long_input_ids" : "input_ids");
+      const std::vector<float> hf_logits = floats(exp, long_input ? "long_logits" : "logits");
+      const size_t vocab = static_cast<size_t>(c.vocab_size), from = rec["logits_from"].get<size_t>();
+      double worst = 0, scale = 0;
+      for (size_t p = 0; p < rec["logits"].size(); ++p) {
+        const std::vector<float> row = rec["logits"][p].get<std::vector<float>>();
+        QCOMPARE(row.size(), vocab);
+        for (size_t t = 0; t < vocab; ++t) {
+          const double want = hf_logits[(from + p) * vocab + t];
+          worst = std::max(worst, std::abs(row[t] - want));
+          scale = std::max(scale, std::abs(want));
+        }
+      }
+      QVERIFY(rec["logits"].size() >= 16 && from + rec["logits"].size() <= input.size());
+      QVERIFY2(worst <= kLlamaCppLogitTolerance * scale,
+               qPrintable(QStringLiteral("max abs error %1 against logits up to %2").arg(worst).arg(scale)));
+    }
+    if (arch == "phi3") {
+      // The 80-token input, past the original length: llama.cpp's first token is transformers' choice, and
+      // its continuation is Forja's.
+      const std::vector<int64_t> input = int64s(exp, "long_input_ids");
+      QCOMPARE(ids(rec["prompt"]), input);
+      const std::vector<float> long_logits = floats(exp, "long_logits");
+      const std::vector<float> last(long_logits.end() - c.vocab_size, long_logits.end());
+      QCOMPARE(rec["greedy"][0].get<int64_t>(),
+               static_cast<int64_t>(std::max_element(last.begin(), last.end()) - last.begin()));
+      QStringList prompt;
+      for (int64_t id : input) prompt << QString::number(id);
+      const json ours =
+          json::parse(cli({QStringLiteral("generate"), QString::fromStdString(dir.string()),
+                           QStringLiteral("--prompt-ids"), prompt.join(','), QStringLiteral("--max-new"),
+                           QString::number(rec["greedy"].size()), QStringLiteral("--min-new"),
+                           QString::number(rec["greedy"].size()), QStringLiteral("--dtype"),
+                           QStringLiteral("fp32"), QStringLiteral("--json")})
+                          .toStdString());
+      QCOMPARE(ids(ours["result"]["tokens"]), ids(rec["greedy"]));
+      return;
+    }
+    // llama.cpp's greedy continuation = transformers' (within a sliding window where llama.cpp attends to
+    // all).
     const std::vector<int64_t> prompt = int64s(exp, "gen_prompt"), hf = int64s(exp, "gen_output");
     QCOMPARE(ids(rec["prompt"]), prompt);
     const std::vector<int64_t> llama_cpp = ids(rec["greedy"]);
     size_t same = llama_cpp.size();
-    if (c.sliding_window) same = static_cast<size_t>(*c.sliding_window) - prompt.size();
+    if (c.sliding_window && !gemma) same = static_cast<size_t>(*c.sliding_window) - prompt.size();
     QVERIFY(same >= 1 && same <= hf.size() - prompt.size());
     QCOMPARE(std::vector<int64_t>(llama_cpp.begin(), llama_cpp.begin() + static_cast<std::ptrdiff_t>(same)),
              std::vector<int64_t>(hf.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
@@ -545,15 +625,31 @@ class TestGgufExport : public QObject {
     QCOMPARE(p.exitCode(), 1);
     QVERIFY(p.readAllStandardError().contains("no tokenizer.json"));
     QVERIFY(!QFile::exists(out));
-    // A family without a GGUF writer (Gemma): said before anything is loaded, with the way out.
-    p.start(QStringLiteral(FORJA_CLI_PATH),
-            {QStringLiteral("export"), QString::fromStdString(forja_test::fixture_dir("gemma2").string()),
-             QStringLiteral("--format"), QStringLiteral("gguf"), QStringLiteral("--out"), out});
-    QVERIFY(p.waitForFinished(120000));
-    QCOMPARE(p.exitCode(), 1);
-    const QByteArray gemma_err = p.readAllStandardError();
-    QVERIFY2(gemma_err.contains("gemma2") && gemma_err.contains("--format hf"), gemma_err.constData());
-    QVERIFY(!QFile::exists(out));
+    // What llama.cpp's Gemma fixes and the config says otherwise (an attention soft-cap on Gemma 3, local
+    // layers in no repeating pattern): said before anything is loaded, naming config.json and the way out.
+    const std::pair<json, const char*> unlike_llama_cpp[] = {
+        {{{"attn_logit_softcapping", 30.0}}, "soft-cap"},
+        {{{"num_hidden_layers", 3},
+          {"layer_types", {"full_attention", "sliding_attention", "sliding_attention"}}},
+         "pattern"}};
+    for (const auto& [change, says] : unlike_llama_cpp) {
+      const fs::path g3 = fs::path(tmp.path().toStdString()) / "gemma3";
+      fs::remove_all(g3);
+      fs::create_directories(g3);
+      json config = json::parse(std::ifstream(forja_test::fixture_dir("gemma3") / "config.json"));
+      config.update(change);
+      std::ofstream(g3 / "config.json") << config.dump();
+      p.start(QStringLiteral(FORJA_CLI_PATH),
+              {QStringLiteral("export"), QString::fromStdString(g3.string()), QStringLiteral("--format"),
+               QStringLiteral("gguf"), QStringLiteral("--out"), out});
+      QVERIFY(p.waitForFinished(120000));
+      QCOMPARE(p.exitCode(), 1);
+      const QByteArray gemma_err = p.readAllStandardError();
+      QVERIFY2(
+          gemma_err.contains("config.json") && gemma_err.contains(says) && gemma_err.contains("--format hf"),
+          gemma_err.constData());
+      QVERIFY(!QFile::exists(out));
+    }
     // --out must be a new .gguf file.
     p.start(QStringLiteral(FORJA_CLI_PATH),
             {QStringLiteral("export"), QString::fromStdString(kDemo.string()), QStringLiteral("--format"),
