@@ -11,7 +11,8 @@ constexpr const char* kEos = "\x01EOS\x01";
 
 struct Family {
   const char* name;
-  const char* go;  // with kBos / kEos where the tokenizer's strings go
+  const char* go;        // with kBos / kEos where the tokenizer's strings go
+  const char* turn_end;  // the marker that closes the answer, a stop besides EOS; nullptr: EOS alone
 };
 
 // Each renders what Forja's built-in template of the family renders (core/tokenizer/templates), less the
@@ -19,24 +20,42 @@ struct Family {
 const Family kFamilies[] = {
     {"chatml",
      "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end "
-     "}}<|im_start|>assistant\n"},
+     "}}<|im_start|>assistant\n",
+     "<|im_end|>"},
     {"llama3",
      "{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>{{ "
      "end "
-     "}}<|start_header_id|>assistant<|end_header_id|>\n\n"},
-    {"zephyr", "{{- range .Messages }}<|{{ .Role }}|>\n{{ .Content }}\x01EOS\x01\n{{ end }}<|assistant|>\n"},
+     "}}<|start_header_id|>assistant<|end_header_id|>\n\n",
+     "<|eot_id|>"},
+    {"zephyr", "{{- range .Messages }}<|{{ .Role }}|>\n{{ .Content }}\x01EOS\x01\n{{ end }}<|assistant|>\n",
+     nullptr},
     {"mistral",
      "{{- $sys := eq (index .Messages 0).Role \"system\" }}{{- range $i, $m := .Messages }}{{ if eq $m.Role "
      "\"user\" }}[INST] {{ if and $sys (eq $i 1) }}{{ (index $.Messages 0).Content }}\n\n{{ end }}{{ "
      "$m.Content "
-     "}}[/INST]{{ else if eq $m.Role \"assistant\" }} {{ $m.Content }}\x01EOS\x01{{ end }}{{ end }}"},
+     "}}[/INST]{{ else if eq $m.Role \"assistant\" }} {{ $m.Content }}\x01EOS\x01{{ end }}{{ end }}",
+     nullptr},
     {"llama2",
      "{{- $sys := eq (index .Messages 0).Role \"system\" }}{{- range $i, $m := .Messages }}{{ $first := or "
      "(eq $i "
      "0) (and $sys (eq $i 1)) }}{{ if eq $m.Role \"user\" }}{{ if not $first }}\x01BOS\x01{{ end }}[INST] {{ "
      "if "
      "and $sys $first }}<<SYS>>\n{{ (index $.Messages 0).Content }}\n<</SYS>>\n\n{{ end }}{{ $m.Content }} "
-     "[/INST]{{ else if eq $m.Role \"assistant\" }} {{ $m.Content }} \x01EOS\x01{{ end }}{{ end }}"},
+     "[/INST]{{ else if eq $m.Role \"assistant\" }} {{ $m.Content }} \x01EOS\x01{{ end }}{{ end }}",
+     nullptr},
+    // Go's templates have no trim: a message's own leading or trailing whitespace is kept, where Gemma's
+    // template trims it.
+    {"gemma",
+     "{{- $sys := eq (index .Messages 0).Role \"system\" }}{{- range $i, $m := .Messages }}{{ if not (and "
+     "$sys "
+     "(eq $i 0)) }}<start_of_turn>{{ if eq $m.Role \"assistant\" }}model{{ else }}{{ $m.Role }}{{ end }}\n{{ "
+     "if "
+     "and $sys (eq $i 1) }}{{ (index $.Messages 0).Content }}\n\n{{ end }}{{ $m.Content }}<end_of_turn>\n{{ "
+     "end "
+     "}}{{ end }}<start_of_turn>model\n",
+     "<end_of_turn>"},
+    {"phi3", "{{- range .Messages }}<|{{ .Role }}|>\n{{ .Content }}<|end|>\n{{ end }}<|assistant|>\n",
+     "<|end|>"},
 };
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -105,16 +124,13 @@ OllamaTemplate ollama_template(const ChatTemplate& tpl, const std::string& bos, 
       go = "{{- if ne (index .Messages 0).Role \"system\" }}<|im_start|>system\n" + *default_system +
            "<|im_end|>\n{{ end }}" + go;
     t.go_template = replace_all(replace_all(go, kBos, bos), kEos, eos);
-    const std::string f_name = f.name;
-    t.stop = {f_name == "chatml" ? "<|im_end|>" : f_name == "llama3" ? "<|eot_id|>" : eos};
-    if (f_name == "chatml" || f_name == "llama3" || f_name == "zephyr") {
-      if (!eos.empty() && eos != t.stop.front()) t.stop.push_back(eos);
-    }
+    t.stop = {f.turn_end ? std::string(f.turn_end) : eos};
+    if (!eos.empty() && eos != t.stop.front()) t.stop.push_back(eos);
     return t;
   }
   throw Error(tpl.origin() +
                   ": the chat template is none of those Forja translates for Ollama (Llama 2, Llama 3, "
-                  "Mistral, ChatML/Qwen, Zephyr)",
+                  "Mistral, ChatML/Qwen, Zephyr, Gemma, Phi-3)",
               "Write the Modelfile's TEMPLATE by hand, or export the GGUF file alone (--format gguf).");
 }
 

@@ -97,30 +97,47 @@ class TestOllama : public QObject {
     QTest::addColumn<QString>("family");
     QTest::addColumn<QString>("bos");
     QTest::addColumn<QString>("eos");
+    QTest::addColumn<QString>("stop");  // the first stop: the marker that closes an answer
     QTest::newRow("llama2") << "llama2"
                             << "llama2"
                             << "<s>"
+                            << "</s>"
                             << "</s>";
     QTest::newRow("llama3") << "llama3"
                             << "llama3"
                             << "<|begin_of_text|>"
+                            << "<|eot_id|>"
                             << "<|eot_id|>";
     QTest::newRow("mistral") << "mistral"
                              << "mistral"
                              << "<s>"
+                             << "</s>"
                              << "</s>";
     QTest::newRow("chatml") << "chatml"
                             << "chatml"
                             << ""
+                            << "<|im_end|>"
                             << "<|im_end|>";
     QTest::newRow("qwen2") << "qwen2"
                            << "chatml"
                            << ""
-                           << "<|endoftext|>";
+                           << "<|endoftext|>"
+                           << "<|im_end|>";
     QTest::newRow("zephyr") << "zephyr"
                             << "zephyr"
                             << "<s>"
+                            << "</s>"
                             << "</s>";
+    QTest::newRow("gemma") << "gemma"
+                           << "gemma"
+                           << "<bos>"
+                           << "<eos>"
+                           << "<end_of_turn>";
+    QTest::newRow("phi3") << "phi3"
+                          << "phi3"
+                          << "<s>"
+                          << "<|endoftext|>"
+                          << "<|end|>";
   }
 
   void goTemplateRendersAsTheJinjaTemplate() {
@@ -128,6 +145,7 @@ class TestOllama : public QObject {
     QFETCH(QString, family);
     QFETCH(QString, bos);
     QFETCH(QString, eos);
+    QFETCH(QString, stop);
     const QString go = QStandardPaths::findExecutable(QStringLiteral("go"));
     if (go.isEmpty()) QSKIP("Go is not installed (Debian's golang-go; scripts/setup test installs it)");
     const std::string src =
@@ -135,6 +153,7 @@ class TestOllama : public QObject {
     const forja::ChatTemplate tpl(src, source.toStdString(), bos.toStdString(), eos.toStdString());
     const forja::OllamaTemplate t = forja::ollama_template(tpl, bos.toStdString(), eos.toStdString());
     QCOMPARE(QString::fromStdString(t.family), family);
+    QCOMPARE(QString::fromStdString(t.stop.front()), stop);
     QCOMPARE(t.default_system.has_value(), source == "qwen2");
 
     json jobs = json::array();
