@@ -2,8 +2,11 @@
 # the same run: forja-cli bench decode vs transformers' generate (bench/decode_bench.py), forja-cli bench train
 # vs HF + PEFT (bench/hf_peft_baseline.py with BASELINE_SHAPES), 8 x 1024 tokens, LoRA r16 on the 7 projections.
 # Sourced by `bench/run_gpu.sh families` after the CUDA build.
-step "decode at the Qwen3-1.7B and Gemma-3-1B shapes, ours and transformers"
-python3 bench/decode_bench.py --cli "$CLI" --shapes qwen3_1_7b gemma3_1b 2>&1 | grep -v "Warning\|warn" | tail -7
+# FAMILIES_DECODE=0 leaves the decode half out.
+if [[ ${FAMILIES_DECODE:-1} != 0 ]]; then
+  step "decode at the Qwen3-1.7B and Gemma-3-1B shapes, ours and transformers"
+  python3 bench/decode_bench.py --cli "$CLI" --shapes qwen3_1_7b gemma3_1b 2>&1 | grep -v "Warning\|warn" | tail -7
+fi
 step "LoRA training 8 x 1024 at the same shapes: ours, then HF + PEFT"
 rm -f "$OUT/families_train.jsonl"
 for s in qwen3_1_7b gemma3_1b; do
