@@ -12,6 +12,7 @@
 #include "forja/error.h"
 #include "fused_ops.h"
 #include "infer_compat.h"
+#include "layers.h"
 
 #if FORJA_TORCH_CUDA && defined(FORJA_HAS_KERNELS_decode)
 #define FORJA_DECODE_KERNELS 1
@@ -60,11 +61,12 @@ const void* ptr(const at::Tensor& t) {
 at::Tensor stock_activation(const at::Tensor& x, Prologue prologue, const at::Tensor& norm_weight,
                             double eps) {
   if (prologue == Prologue::RmsNorm) return compat::rms_norm(x, norm_weight, eps);
-  if (prologue == Prologue::SwiGlu) {
-    const int64_t k = x.size(1) / 2;
-    at::Tensor gate = x.narrow(1, 0, k), up = x.narrow(1, k, k);
+  if (prologue == Prologue::RmsNormUnitOffset) return rms_norm_plus_one(x, norm_weight, eps);
+  const int64_t k = x.size(1) / 2;
+  at::Tensor gate = x.narrow(1, 0, k), up = x.narrow(1, k, k);
+  if (prologue == Prologue::SwiGlu)
     return fused::applies({gate, up}) ? fused::swiglu(gate, up) : at::silu(gate).mul_(up);
-  }
+  if (prologue == Prologue::GeGlu) return at::gelu(gate, "tanh").mul_(up);
   return x;
 }
 
@@ -75,9 +77,23 @@ void set_common(Params& p, const at::Tensor& x, Prologue prologue, const at::Ten
                 const at::Tensor& bias, const at::Tensor& residual, at::Tensor& y,
                 const at::Tensor& act_out) {
   p.x = x.data_ptr();
-  p.prologue = prologue == Prologue::RmsNorm  ? FORJA_DECODE_RMSNORM
-               : prologue == Prologue::SwiGlu ? FORJA_DECODE_SWIGLU
-                                              : FORJA_DECODE_PLAIN;
+  switch (prologue) {
+    case Prologue::RmsNorm:
+      p.prologue = FORJA_DECODE_RMSNORM;
+      break;
+    case Prologue::SwiGlu:
+      p.prologue = FORJA_DECODE_SWIGLU;
+      break;
+    case Prologue::RmsNormUnitOffset:
+      p.prologue = FORJA_DECODE_RMSNORM_UNIT_OFFSET;
+      break;
+    case Prologue::GeGlu:
+      p.prologue = FORJA_DECODE_GEGLU;
+      break;
+    case Prologue::Plain:
+      p.prologue = FORJA_DECODE_PLAIN;
+      break;
+  }
   p.norm_weight = ptr(norm_weight);
   p.eps = static_cast<float>(eps);
   p.bias = ptr(bias);
@@ -254,7 +270,7 @@ void rope_kv(at::Tensor& qkv, at::Tensor& layer_cache, const at::Tensor& cos, co
 }
 
 at::Tensor attention(const at::Tensor& qkv, const at::Tensor& layer_cache, const at::Tensor& position,
-                     int64_t heads, int64_t max_keys, int64_t window, at::Tensor& scratch) {
+                     int64_t heads, int64_t max_keys, int64_t window, double scale, at::Tensor& scratch) {
   const int64_t d = layer_cache.size(3);
   const int64_t chunk = forja_decode_attention_chunk(max_keys);
   const int64_t floats = forja_decode_attention_scratch_floats(heads, d, max_keys, chunk);
@@ -271,7 +287,7 @@ at::Tensor attention(const at::Tensor& qkv, const at::Tensor& layer_cache, const
   p.max_keys = max_keys;
   p.chunk = chunk;
   p.window = window;
-  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  p.scale = static_cast<float>(scale);
   p.q = qkv.data_ptr();
   p.cache = layer_cache.data_ptr();
   p.position = position.data_ptr<int64_t>();
@@ -320,7 +336,7 @@ void rope_kv(at::Tensor&, at::Tensor&, const at::Tensor&, const at::Tensor&, con
   not_compiled();
 }
 at::Tensor attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t,
-                     at::Tensor&) {
+                     double, at::Tensor&) {
   not_compiled();
 }
 

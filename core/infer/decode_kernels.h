@@ -1,6 +1,6 @@
-// kernels/decode (batch-1 decode: GEMV with the RMSNorm / SwiGLU before it, RoPE + KV-cache write, split-K
-// attention) on at::Tensors, for the Llama decoder's single-token step on CUDA in bf16. The decoder asks
-// applies() and otherwise runs its stock LibTorch step, which stays the fallback and the reference.
+// kernels/decode (batch-1 decode: GEMV with the RMSNorm / SwiGLU / GeGLU before it, RoPE + KV-cache write,
+// split-K attention) on at::Tensors, for the Llama decoder's single-token step on CUDA in bf16. The decoder
+// asks applies() and otherwise runs its stock LibTorch step, which stays the fallback and the reference.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -16,9 +16,11 @@ bool compiled_in();
 // compiled_in() and our kernels not switched off (FORJA_KERNELS=off, or fused::set_enabled(false)).
 bool active();
 
-enum class Prologue { Plain, RmsNorm, SwiGlu };
+// What act() is: x itself, the Llama RMSNorm, SwiGLU of [gate | up], Gemma's RMSNorm (scaling by 1 + w in
+// fp32), GeGLU (tanh GELU) of [gate | up].
+enum class Prologue { Plain, RmsNorm, SwiGlu, RmsNormUnitOffset, GeGlu };
 
-// y = act(x)·Wᵀ (+ bias) (+ residual) for one token; x [1, k] ([1, 2k] with SwiGlu), w [n, k], all bf16 on
+// y = act(x)·Wᵀ (+ bias) (+ residual) for one token; x [1, k] ([1, 2k] gated), w [n, k], all bf16 on
 // one CUDA device, contiguous. `act_out` ([1, k], or undefined) receives act(x) (the LoRA branch's input).
 at::Tensor gemv(const at::Tensor& w, const at::Tensor& x, Prologue prologue, const at::Tensor& norm_weight,
                 double eps, const at::Tensor& bias, const at::Tensor& residual,
@@ -61,11 +63,12 @@ void rope_kv(at::Tensor& qkv, at::Tensor& layer_cache, const at::Tensor& cos, co
              const at::Tensor& position, int64_t heads);
 
 // Attention of the token's query heads (the first heads·d values of qkv) over the cache slots up to the
-// position (within `window` of it when > 0), split over the first `max_keys` slots. Returns [1, heads·d].
+// position (within `window` of it when > 0), the scores scaled by `scale`, split over the first `max_keys`
+// slots. Returns [1, heads·d].
 // `scratch` is reused between calls (allocated on first use when undefined; a graph capture sizes it first
 // with attention_scratch_floats).
 at::Tensor attention(const at::Tensor& qkv, const at::Tensor& layer_cache, const at::Tensor& position,
-                     int64_t heads, int64_t max_keys, int64_t window, at::Tensor& scratch);
+                     int64_t heads, int64_t max_keys, int64_t window, double scale, at::Tensor& scratch);
 
 // The scratch attention() needs for any number of keys (the split never makes more than 64 chunks), so a
 // caller can allocate it once before capturing graphs.

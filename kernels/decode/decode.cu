@@ -40,10 +40,10 @@ __device__ __forceinline__ float round_bf(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
 }
 
-// Programmatic dependent launch (on unless FORJA_DECODE_PDL=0): wait until the kernel before this one in the stream has
-// finished and its writes are visible, then let the next kernel's blocks start (they request their weights
-// while this one runs). Everything before the call may read only what no kernel of the step writes (weights).
-// Without the launch attribute both instructions return at once.
+// Programmatic dependent launch (on unless FORJA_DECODE_PDL=0): wait until the kernel before this one in the
+// stream has finished and its writes are visible, then let the next kernel's blocks start (they request their
+// weights while this one runs). Everything before the call may read only what no kernel of the step writes
+// (weights). Without the launch attribute both instructions return at once.
 __device__ __forceinline__ void pdl_wait_then_release() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");
@@ -69,14 +69,36 @@ __device__ float block_sum(float v, float* red) {
   return t;
 }
 
+// The prologues that normalize x (the Llama and Gemma RMSNorms) and those that gate [gate | up] (SwiGLU and
+// GeGLU), with the one element each computes, rounded as forja_kernels/decode.h says.
+template <ForjaDecodePrologue P>
+constexpr bool kNormed = P == FORJA_DECODE_RMSNORM || P == FORJA_DECODE_RMSNORM_UNIT_OFFSET;
+template <ForjaDecodePrologue P>
+constexpr bool kGated = P == FORJA_DECODE_SWIGLU || P == FORJA_DECODE_GEGLU;
+
+template <ForjaDecodePrologue P>
+__device__ __forceinline__ float normed(float v, float r, float w) {
+  if constexpr (P == FORJA_DECODE_RMSNORM_UNIT_OFFSET) return v * r * (1.0f + w);
+  return round_bf(v * r) * w;
+}
+
+template <ForjaDecodePrologue P>
+__device__ __forceinline__ float gated(float g, float u) {
+  if constexpr (P == FORJA_DECODE_GEGLU) {
+    constexpr float kBeta = 0.7978845608028654f, kKappa = 0.044715f;  // sqrt(2 / pi): LibTorch's tanh GELU
+    return round_bf(0.5f * g * (1.0f + tanhf(kBeta * (g + kKappa * g * g * g)))) * u;
+  }
+  return round_bf(g / (1.0f + expf(-g))) * u;
+}
+
 // The activation the GEMV multiplies, act[i] for i < k, computed by the whole block and handed to
-// store(i, value): the RMSNorm (one block-wide sum of squares first), the SwiGLU of [gate | up], or x itself.
+// store(i, value): an RMSNorm (one block-wide sum of squares first), a gate of [gate | up], or x itself.
 template <ForjaDecodePrologue P, typename Store>
 __device__ __forceinline__ void compute_activation(int64_t k, const __nv_bfloat16* __restrict__ x,
                                                    const __nv_bfloat16* __restrict__ norm_weight, float eps,
                                                    float* red, Store store) {
   const int tid = threadIdx.x;
-  if constexpr (P == FORJA_DECODE_RMSNORM) {
+  if constexpr (kNormed<P>) {
     float ss = 0;
     for (int64_t i = tid; i < k; i += blockDim.x) {
       const float v = bf2f(x[i]);
@@ -84,12 +106,9 @@ __device__ __forceinline__ void compute_activation(int64_t k, const __nv_bfloat1
     }
     const float r = rsqrtf(block_sum(ss, red) / static_cast<float>(k) + eps);
     for (int64_t i = tid; i < k; i += blockDim.x)
-      store(i, f2bf(round_bf(bf2f(x[i]) * r) * bf2f(norm_weight[i])));
-  } else if constexpr (P == FORJA_DECODE_SWIGLU) {
-    for (int64_t i = tid; i < k; i += blockDim.x) {
-      const float g = bf2f(x[i]), u = bf2f(x[k + i]);
-      store(i, f2bf(round_bf(g / (1.0f + expf(-g))) * u));
-    }
+      store(i, f2bf(normed<P>(bf2f(x[i]), r, bf2f(norm_weight[i]))));
+  } else if constexpr (kGated<P>) {
+    for (int64_t i = tid; i < k; i += blockDim.x) store(i, f2bf(gated<P>(bf2f(x[i]), bf2f(x[k + i]))));
   } else {
     for (int64_t i = tid; i < k; i += blockDim.x) store(i, x[i]);
   }
@@ -172,7 +191,7 @@ __device__ __forceinline__ void compute_activation_vec(int64_t chunks, const uin
                                                        const uint4* __restrict__ norm_weight, float eps,
                                                        float* red, uint4* act) {
   const int tid = threadIdx.x;
-  if constexpr (P == FORJA_DECODE_RMSNORM) {
+  if constexpr (kNormed<P>) {
     float ss = 0;
     for (int64_t c = tid; c < chunks; c += blockDim.x) {
       const uint4 raw = __ldg(x + c);
@@ -190,11 +209,11 @@ __device__ __forceinline__ void compute_activation_vec(int64_t chunks, const uin
       __nv_bfloat162 out[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        out[e] = __halves2bfloat162(f2bf(round_bf(v[2 * e] * r) * nw[2 * e]),
-                                    f2bf(round_bf(v[2 * e + 1] * r) * nw[2 * e + 1]));
+        out[e] = __halves2bfloat162(f2bf(normed<P>(v[2 * e], r, nw[2 * e])),
+                                    f2bf(normed<P>(v[2 * e + 1], r, nw[2 * e + 1])));
       act[c] = *reinterpret_cast<const uint4*>(out);
     }
-  } else if constexpr (P == FORJA_DECODE_SWIGLU) {
+  } else if constexpr (kGated<P>) {
     for (int64_t c = tid; c < chunks; c += blockDim.x) {
       float g[8], u[8];
       unpack8(__ldg(x + c), g);
@@ -202,9 +221,8 @@ __device__ __forceinline__ void compute_activation_vec(int64_t chunks, const uin
       __nv_bfloat162 out[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        out[e] =
-            __halves2bfloat162(f2bf(round_bf(g[2 * e] / (1.0f + expf(-g[2 * e]))) * u[2 * e]),
-                               f2bf(round_bf(g[2 * e + 1] / (1.0f + expf(-g[2 * e + 1]))) * u[2 * e + 1]));
+        out[e] = __halves2bfloat162(f2bf(gated<P>(g[2 * e], u[2 * e])),
+                                    f2bf(gated<P>(g[2 * e + 1], u[2 * e + 1])));
       act[c] = *reinterpret_cast<const uint4*>(out);
     }
   } else {
@@ -400,15 +418,16 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
 }
 
 // Every kernel here is launched with programmatic stream serialization (each starts while the one before it
-// finishes; each waits in pdl_wait_then_release before its first dependent read) on cards that have it (compute
-// capability 9.0 on). FORJA_DECODE_PDL=0 turns it off, for an A/B in one build.
+// finishes; each waits in pdl_wait_then_release before its first dependent read) on cards that have it
+// (compute capability 9.0 on). FORJA_DECODE_PDL=0 turns it off, for an A/B in one build.
 bool pdl_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("FORJA_DECODE_PDL");
     if (v != nullptr && v[0] == '0') return false;
     int dev = 0, major = 0;
     return cudaGetDevice(&dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           major >= 9;
   }();
   return on;
 }
@@ -497,7 +516,7 @@ int dispatch_vec(const ForjaDecodeGemv* p, cudaStream_t stream) {
   const bool vec = p->k % 8 == 0 && aligned16(p->w);
   if (!vec) return launch_gemv<P, false>(p, stream);
   // The 16-byte kernel also reads x, the norm weight and act_out in 16-byte words.
-  const bool vec_io = aligned16(p->x) && (P != FORJA_DECODE_RMSNORM || aligned16(p->norm_weight)) &&
+  const bool vec_io = aligned16(p->x) && (!kNormed<P> || aligned16(p->norm_weight)) &&
                       (p->act_out == nullptr || aligned16(p->act_out));
   return vec_io && !baseline_kernels() ? launch_gemv_vec<P>(p, stream) : launch_gemv<P, true>(p, stream);
 }
@@ -804,6 +823,10 @@ extern "C" int forja_decode_gemv_bf16(const ForjaDecodeGemv* p, cudaStream_t str
       return dispatch_vec<FORJA_DECODE_RMSNORM>(p, stream);
     case FORJA_DECODE_SWIGLU:
       return dispatch_vec<FORJA_DECODE_SWIGLU>(p, stream);
+    case FORJA_DECODE_RMSNORM_UNIT_OFFSET:
+      return dispatch_vec<FORJA_DECODE_RMSNORM_UNIT_OFFSET>(p, stream);
+    case FORJA_DECODE_GEGLU:
+      return dispatch_vec<FORJA_DECODE_GEGLU>(p, stream);
     default:
       return dispatch_vec<FORJA_DECODE_PLAIN>(p, stream);
   }
@@ -816,6 +839,10 @@ extern "C" int forja_decode_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t s
       return launch_gemv_nf4<FORJA_DECODE_RMSNORM>(p, stream);
     case FORJA_DECODE_SWIGLU:
       return launch_gemv_nf4<FORJA_DECODE_SWIGLU>(p, stream);
+    case FORJA_DECODE_RMSNORM_UNIT_OFFSET:
+      return launch_gemv_nf4<FORJA_DECODE_RMSNORM_UNIT_OFFSET>(p, stream);
+    case FORJA_DECODE_GEGLU:
+      return launch_gemv_nf4<FORJA_DECODE_GEGLU>(p, stream);
     default:
       return launch_gemv_nf4<FORJA_DECODE_PLAIN>(p, stream);
   }
@@ -835,6 +862,10 @@ extern "C" int forja_decode_attention_bf16(const ForjaDecodeAttention* p, cudaSt
   if (forja_decode_attention_check(p) != nullptr || p->scratch == nullptr)
     return FORJA_DECODE_INVALID_ARGUMENT;
   const int64_t rep = p->heads / p->kv_heads;
+  if (p->head_dim == 256) {  // Gemma (the check keeps rep <= 8: the block's sums fit shared memory)
+    if (rep <= 4) return launch_attention<256, 4>(p, stream);
+    return launch_attention<256, 8>(p, stream);
+  }
   if (p->head_dim == 64) {
     if (rep <= 4) return launch_attention<64, 4>(p, stream);
     if (rep <= 8) return launch_attention<64, 8>(p, stream);

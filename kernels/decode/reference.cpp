@@ -25,20 +25,28 @@ float round_bf(float v) {
   return forja_bf16_to_float(forja_float_to_bf16(v));
 }
 
+// GELU's tanh form as LibTorch computes it in fp32 (gelu(approximate="tanh")).
+float gelu_tanh(float g) {
+  constexpr float kBeta = 0.7978845608028654f, kKappa = 0.044715f;  // sqrt(2 / pi)
+  return 0.5f * g * (1.0f + std::tanh(kBeta * (g + kKappa * g * g * g)));
+}
 // The activation the GEMV multiplies (the prologue's result, rounded as the header says); written to act_out
 // too when given.
 std::vector<float> activation(ForjaDecodePrologue prologue, const void* x, const void* norm_weight, float eps,
                               int64_t k, void* act_out) {
   std::vector<float> act(static_cast<size_t>(k));
-  if (prologue == FORJA_DECODE_RMSNORM) {
+  if (prologue == FORJA_DECODE_RMSNORM || prologue == FORJA_DECODE_RMSNORM_UNIT_OFFSET) {
     double ss = 0;
     for (int64_t i = 0; i < k; ++i) ss += static_cast<double>(bf(x, i)) * bf(x, i);
     const float r = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(k) + eps));
-    for (int64_t i = 0; i < k; ++i) act[i] = round_bf(round_bf(bf(x, i) * r) * bf(norm_weight, i));
-  } else if (prologue == FORJA_DECODE_SWIGLU) {
+    for (int64_t i = 0; i < k; ++i)
+      act[i] = prologue == FORJA_DECODE_RMSNORM ? round_bf(round_bf(bf(x, i) * r) * bf(norm_weight, i))
+                                                : round_bf(bf(x, i) * r * (1.0f + bf(norm_weight, i)));
+  } else if (prologue == FORJA_DECODE_SWIGLU || prologue == FORJA_DECODE_GEGLU) {
     for (int64_t i = 0; i < k; ++i) {
       const float g = bf(x, i), u = bf(x, k + i);
-      act[i] = round_bf(round_bf(g / (1.0f + std::exp(-g))) * u);
+      act[i] =
+          round_bf(round_bf(prologue == FORJA_DECODE_SWIGLU ? g / (1.0f + std::exp(-g)) : gelu_tanh(g)) * u);
     }
   } else {
     for (int64_t i = 0; i < k; ++i) act[i] = bf(x, i);
@@ -57,10 +65,12 @@ void store_row(void* y, int64_t r, double acc, const void* bias, const void* res
 
 // The prologue's own requirements, shared by both GEMVs' checks.
 const char* prologue_check(ForjaDecodePrologue prologue, const void* norm_weight, float eps) {
-  if (prologue != FORJA_DECODE_PLAIN && prologue != FORJA_DECODE_RMSNORM && prologue != FORJA_DECODE_SWIGLU)
+  if (prologue != FORJA_DECODE_PLAIN && prologue != FORJA_DECODE_RMSNORM && prologue != FORJA_DECODE_SWIGLU &&
+      prologue != FORJA_DECODE_RMSNORM_UNIT_OFFSET && prologue != FORJA_DECODE_GEGLU)
     return "unknown prologue";
-  if (prologue == FORJA_DECODE_RMSNORM && norm_weight == nullptr) return "RMSNORM needs norm_weight";
-  if (prologue == FORJA_DECODE_RMSNORM && !(eps >= 0.0f)) return "eps must be >= 0";
+  const bool norm = prologue == FORJA_DECODE_RMSNORM || prologue == FORJA_DECODE_RMSNORM_UNIT_OFFSET;
+  if (norm && norm_weight == nullptr) return "RMSNORM needs norm_weight";
+  if (norm && !(eps >= 0.0f)) return "eps must be >= 0";
   return nullptr;
 }
 
@@ -104,10 +114,12 @@ const char* forja_decode_rope_kv_check(const ForjaDecodeRopeKv* p) {
 
 const char* forja_decode_attention_check(const ForjaDecodeAttention* p) {
   if (p == nullptr) return "no parameters";
-  if (p->head_dim != 64 && p->head_dim != 128) return "head_dim must be 64 or 128";
+  if (p->head_dim != 64 && p->head_dim != 128 && p->head_dim != 256) return "head_dim must be 64, 128 or 256";
   if (p->heads < 1 || p->kv_heads < 1 || p->heads % p->kv_heads != 0)
     return "heads must be a positive multiple of kv_heads";
   if (p->heads / p->kv_heads > 16) return "more than 16 query heads per kv head";
+  // A block keeps every query head's partial sums in shared memory: 48 KB holds 8 of head_dim 256.
+  if (p->head_dim == 256 && p->heads / p->kv_heads > 8) return "more than 8 query heads per kv head at 256";
   if (p->capacity < 1 || p->max_keys < 1 || p->max_keys > p->capacity)
     return "max_keys must be in [1, capacity]";
   if (p->chunk < 1) return "chunk must be at least 1";

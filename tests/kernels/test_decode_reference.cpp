@@ -52,6 +52,8 @@ class TestDecodeReference : public QObject {
     QTest::newRow("rmsnorm with bias (Qwen2 q/k/v)")
         << int(FORJA_DECODE_RMSNORM) << 33 << 80 << true << false;
     QTest::newRow("swiglu with residual") << int(FORJA_DECODE_SWIGLU) << 48 << 72 << false << true;
+    QTest::newRow("gemma rmsnorm") << int(FORJA_DECODE_RMSNORM_UNIT_OFFSET) << 41 << 96 << false << false;
+    QTest::newRow("geglu with residual") << int(FORJA_DECODE_GEGLU) << 48 << 72 << false << true;
   }
 
   void gemvMatchesTheStockStep() {
@@ -60,7 +62,8 @@ class TestDecodeReference : public QObject {
     QFETCH(int, k);
     QFETCH(bool, bias);
     QFETCH(bool, residual);
-    const int64_t in = prologue == FORJA_DECODE_SWIGLU ? 2 * k : k;
+    const bool gated = prologue == FORJA_DECODE_SWIGLU || prologue == FORJA_DECODE_GEGLU;
+    const int64_t in = gated ? 2 * k : k;
     at::Tensor w = bf16_randn({n, k}, 1, 0.1), x = bf16_randn({1, in}, 2), nw = bf16_randn({k}, 3);
     at::Tensor b = bf16_randn({n}, 4), r = bf16_randn({1, n}, 5);
     const float eps = 1e-5f;
@@ -71,8 +74,13 @@ class TestDecodeReference : public QObject {
       at::Tensor xf = x.to(at::kFloat);
       xf = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);
       act = nw * xf.to(at::kBFloat16);
+    } else if (prologue == FORJA_DECODE_RMSNORM_UNIT_OFFSET) {  // GemmaRMSNorm: (1 + w) in fp32
+      at::Tensor xf = x.to(at::kFloat);
+      act = (xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps) * (1 + nw.to(at::kFloat))).to(at::kBFloat16);
     } else if (prologue == FORJA_DECODE_SWIGLU) {
       act = at::silu(x.narrow(1, 0, k)) * x.narrow(1, k, k);
+    } else if (prologue == FORJA_DECODE_GEGLU) {
+      act = at::gelu(x.narrow(1, 0, k), "tanh") * x.narrow(1, k, k);
     }
     at::Tensor acc = at::mm(act.to(at::kDouble), w.to(at::kDouble).t());
     if (bias) acc = acc + b.to(at::kDouble);
@@ -97,7 +105,7 @@ class TestDecodeReference : public QObject {
     // a silu written as g / (1 + e^-g) instead of LibTorch's vectorised g·sigmoid(g), whose one-step
     // difference the product with `up` can stretch to a few steps; the output is the sum of the same products
     // rounded once.
-    const double act_steps = prologue == FORJA_DECODE_SWIGLU ? 4.0 : 1.0;
+    const double act_steps = gated ? 4.0 : 1.0;
     QVERIFY2(bf16_steps(act_out, act) <= act_steps, qPrintable(QString::number(bf16_steps(act_out, act))));
     const double tol = 2 * std::ldexp(1.0, -8) * (1 + want.to(at::kDouble).abs().max().item<double>());
     QVERIFY2(max_diff(y, want) <= tol, qPrintable(QString("max diff %1").arg(max_diff(y, want))));
@@ -246,6 +254,7 @@ class TestDecodeReference : public QObject {
     QTest::newRow("GQA 8:1, d 64") << 16 << 2 << 64 << 37 << 0;
     QTest::newRow("GQA 4:1, d 128") << 8 << 2 << 128 << 50 << 0;
     QTest::newRow("sliding window") << 8 << 2 << 128 << 50 << 16;
+    QTest::newRow("GQA 4:1, d 256 (Gemma), window") << 4 << 1 << 256 << 40 << 24;
   }
 
   void attentionMatchesSoftmaxOverTheVisibleSlots() {

@@ -1,7 +1,8 @@
 // kernels/decode on the GPU: each kernel against its CPU reference on random inputs of odd and real sizes,
 // outputs poisoned first so that an unwritten element fails; then the Llama decoder's single-token step with
-// the kernels on against the stock step (kernels off) on bf16 models with random weights (head sizes 64 and
-// 128, GQA, a sliding window, a LoRA adapter), eagerly and captured in CUDA graphs across a bucket boundary.
+// the kernels on against the stock step (kernels off) on bf16 models with random weights (head sizes 64, 128
+// and Gemma 3's 256, GQA, a sliding window, a LoRA adapter), eagerly and captured in CUDA graphs across a
+// bucket boundary.
 #include <ATen/core/grad_mode.h>
 #include <torch/cuda.h>
 
@@ -45,6 +46,14 @@ cudaStream_t stream() {
 }
 
 // max |a - b| / max |b|: an indexing or reduction mistake shows as O(1); rounding as ~1e-3.
+// The prologues that take [gate | up], x of 2k values.
+bool gated(ForjaDecodePrologue pro) {
+  return pro == FORJA_DECODE_SWIGLU || pro == FORJA_DECODE_GEGLU;
+}
+
+constexpr ForjaDecodePrologue kPrologues[] = {FORJA_DECODE_PLAIN, FORJA_DECODE_RMSNORM, FORJA_DECODE_SWIGLU,
+                                              FORJA_DECODE_RMSNORM_UNIT_OFFSET, FORJA_DECODE_GEGLU};
+
 double rel_max(const at::Tensor& a, const at::Tensor& b) {
   at::Tensor ad = a.to(at::kCPU, at::kDouble), bd = b.to(at::kCPU, at::kDouble);
   return (ad - bd).abs().max().item<double>() / std::max(1e-30, bd.abs().max().item<double>());
@@ -54,7 +63,7 @@ double rel_max(const at::Tensor& a, const at::Tensor& b) {
 // element by element runs).
 void gemv_case(ForjaDecodePrologue pro, int64_t n, int64_t k, bool bias, bool residual,
                int64_t x_offset = 0) {
-  const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
+  const int64_t in = gated(pro) ? 2 * k : k;
   at::Tensor w = randn_bf16({n, k}, 1.0 / std::sqrt(static_cast<double>(k))), x = randn_bf16({in});
   at::Tensor nw = randn_bf16({k}), b = randn_bf16({n}), r = randn_bf16({n});
   auto fill = [&](ForjaDecodeGemv& p, const at::Tensor& W, const at::Tensor& X, const at::Tensor& NW,
@@ -90,7 +99,7 @@ void gemv_case(ForjaDecodePrologue pro, int64_t n, int64_t k, bool bias, bool re
 // The NF4 GEMV against its CPU reference: a weight quantized on the device (double quantization, as QLoRA
 // trains), its absmax decoded to fp32 as the decoder hands it over.
 void gemv_nf4_case(ForjaDecodePrologue pro, int64_t n, int64_t k, int64_t block, bool bias, bool residual) {
-  const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
+  const int64_t in = gated(pro) ? 2 * k : k;
   forja::Nf4Weight q = forja::quantize_nf4_weight(
       (at::randn({n, k}) / std::sqrt(static_cast<double>(k))).to(kCuda), {block, true, 256}, "w");
   at::Tensor absmax = q.decoded_absmax().contiguous();
@@ -194,15 +203,17 @@ double time_us(Fn&& fn) {
 
 forja::infer::decode_kernels::Prologue core_prologue(ForjaDecodePrologue pro) {
   namespace dk = forja::infer::decode_kernels;
-  return pro == FORJA_DECODE_RMSNORM  ? dk::Prologue::RmsNorm
-         : pro == FORJA_DECODE_SWIGLU ? dk::Prologue::SwiGlu
-                                      : dk::Prologue::Plain;
+  return pro == FORJA_DECODE_RMSNORM               ? dk::Prologue::RmsNorm
+         : pro == FORJA_DECODE_SWIGLU              ? dk::Prologue::SwiGlu
+         : pro == FORJA_DECODE_RMSNORM_UNIT_OFFSET ? dk::Prologue::RmsNormUnitOffset
+         : pro == FORJA_DECODE_GEGLU               ? dk::Prologue::GeGlu
+                                                   : dk::Prologue::Plain;
 }
 
 // Information, not a check: the GEMV's time and bandwidth at the real shapes against cuBLAS (at::mm) on the
 // same operands, so a slow kernel shows in the log (bench/ measures the decode itself).
 void gemv_speed(const char* what, int64_t n, int64_t k, ForjaDecodePrologue pro) {
-  const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
+  const int64_t in = gated(pro) ? 2 * k : k;
   auto opts = at::TensorOptions().dtype(at::kBFloat16).device(kCuda);
   at::Tensor w = at::randn({n, k}, opts) * 0.02, x = at::randn({1, in}, opts), nw = at::ones({k}, opts);
   at::Tensor xk = x.narrow(1, 0, k).contiguous();
@@ -241,7 +252,7 @@ void attention_speed(const char* what, int64_t heads, int64_t kv, int64_t d, int
 // The same for the NF4 GEMV: ours (prologue fused), the stock prologue + kernels/nf4's GEMV, and cuBLAS on
 // the bf16 weight, with GB/s counted on the 4-bit bytes read (codes and fp32 absmax).
 void gemv_nf4_speed(const char* what, int64_t n, int64_t k, ForjaDecodePrologue pro) {
-  const int64_t in = pro == FORJA_DECODE_SWIGLU ? 2 * k : k;
+  const int64_t in = gated(pro) ? 2 * k : k;
   auto opts = at::TensorOptions().dtype(at::kBFloat16).device(kCuda);
   at::Tensor w = at::randn({n, k}, opts) * 0.02, x = at::randn({1, in}, opts), nw = at::ones({k}, opts);
   forja::Nf4Weight q = forja::quantize_nf4_weight(w, {}, "w");
@@ -427,7 +438,7 @@ int main() {
     return forja_test::finish("gpu decode kernels (profile only)");
   }
 
-  for (auto pro : {FORJA_DECODE_PLAIN, FORJA_DECODE_RMSNORM, FORJA_DECODE_SWIGLU}) {
+  for (auto pro : kPrologues) {
     gemv_case(pro, 1, 8, false, false);
     gemv_case(pro, 1001, 1000, true, true);    // 16-byte path, rows not a multiple of the block
     gemv_case(pro, 257, 1003, false, true);    // scalar path (k not a multiple of 8)
@@ -450,6 +461,9 @@ int main() {
   attention_case(12, 12, 64, 100, 97, 96, 0);        // MHA, keys not a multiple of 32
   attention_case(16, 1, 128, 1024, 1024, 900, 100);  // 16 query heads on one kv head, a sliding window
   attention_case(8, 2, 64, 64, 64, 10, 4);
+  attention_case(4, 1, 256, 1024, 1024, 700, 512);  // Gemma 3 1B's heads, a local layer
+  attention_case(8, 4, 256, 512, 512, 300, 0);      // Gemma 2 2B / Gemma 3 4B heads, a global layer
+  attention_case(16, 2, 256, 128, 128, 77, 0);      // 8 query heads per kv head, the most at 256
 
   gemv_speed("tinyllama qkv", 2560, 2048, FORJA_DECODE_RMSNORM);
   gemv_speed("tinyllama o", 2048, 2048, FORJA_DECODE_PLAIN);
@@ -463,6 +477,9 @@ int main() {
   attention_speed("tinyllama long", 32, 4, 64, 4096, 2200);
   attention_speed("mistral", 32, 8, 128, 512, 300);
   attention_speed("mistral long", 32, 8, 128, 4096, 2200);
+  attention_speed("gemma3-1b long", 4, 1, 256, 4096, 2200);
+  gemv_speed("gemma3-1b qkv", 1536, 1152, FORJA_DECODE_RMSNORM_UNIT_OFFSET);
+  gemv_speed("gemma3-1b down", 1152, 6912, FORJA_DECODE_GEGLU);
 
   // The decoder with the kernels on vs off.
   forja::ModelConfig c = forja::parse_model_config(forja_test::fixture_dir("llama") / "config.json");
@@ -475,9 +492,17 @@ int main() {
   m.hidden_size = 512, m.num_heads = 4, m.num_kv_heads = 1, m.head_dim = 128, m.intermediate_size = 1376;
   m.sliding_window = 40;
   compare_decoders("mistral-like d128 GQA 4:1, window 40, graphs", m, true, false, 30, 40);
+  // Gemma 3: (1 + w) norms around attention and the MLP, GeGLU, q/k norms, the query_pre_attn_scalar scale,
+  // local layers with their own window and RoPE, head size 256.
+  forja::ModelConfig g = forja::parse_model_config(forja_test::fixture_dir("gemma3") / "config.json");
+  g.hidden_size = 512, g.num_heads = 4, g.num_kv_heads = 1, g.head_dim = 256, g.intermediate_size = 1024;
+  g.num_layers = 3, g.max_position_embeddings = 1024, g.sliding_window = 24;
+  g.sliding_layers = {true, false, true};
+  compare_decoders("gemma3-like d256, local window 24, graphs", g, true, false, 30, 40);
+  compare_decoders("gemma3-like d256 + adapter", g, false, true, 30, 40);
 
   // The NF4 GEMV, and the decoder on a 4-bit base (every in-feature a multiple of the 64-element block).
-  for (auto pro : {FORJA_DECODE_PLAIN, FORJA_DECODE_RMSNORM, FORJA_DECODE_SWIGLU}) {
+  for (auto pro : kPrologues) {
     gemv_nf4_case(pro, 1, 32, 32, false, false);
     gemv_nf4_case(pro, 1001, 1024, 64, true, true);    // odd rows: the last warp's second row is out of range
     gemv_nf4_case(pro, 2560, 2048, 64, false, false);  // TinyLlama q/k/v

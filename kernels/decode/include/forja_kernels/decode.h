@@ -20,7 +20,9 @@
  * bf16 buffers hold the raw 16-bit pattern (__nv_bfloat16 on the device, uint16_t on the host). Rounding
  * follows the stock LibTorch / transformers formulation the decoder runs otherwise, step by step:
  *  - RMSNorm:  r = rsqrt(mean(x²) + eps) in fp32; act = bf16(bf16(x·r) · weight)   (LlamaRMSNorm)
+ *  - Gemma's:  act = bf16(x·r·(1 + weight)), all in fp32                          (GemmaRMSNorm)
  *  - SwiGLU:   act = bf16(bf16(silu(gate)) · up)                                  (silu, then mul)
+ *  - GeGLU:    act = bf16(bf16(gelu_tanh(gate)) · up)                             (gelu, then mul)
  *  - GEMV:     y = bf16(Σ act·w + bias + residual), the sum in fp32, rounded once  (addmm's epilogue)
  *  - RoPE:     out = bf16(bf16(x·cos) + swap(x)·sin), swap(x) = [x₂, x₁], sin with rotate_half's sign folded
  *              in ([-sin₁, sin₂], the decoder's table)                             (mul, then addcmul)
@@ -42,19 +44,21 @@ enum { FORJA_DECODE_OK = 0, FORJA_DECODE_INVALID_ARGUMENT = 1 };
 
 /* What happens to x before the product. */
 typedef enum ForjaDecodePrologue {
-  FORJA_DECODE_PLAIN = 0,   /* act = x, x [k] */
-  FORJA_DECODE_RMSNORM = 1, /* act = rmsnorm(x) · norm_weight, x [k] */
-  FORJA_DECODE_SWIGLU = 2   /* act = silu(x[0:k]) · x[k:2k], x [2k] (gate then up) */
+  FORJA_DECODE_PLAIN = 0,               /* act = x, x [k] */
+  FORJA_DECODE_RMSNORM = 1,             /* act = rmsnorm(x) · norm_weight, x [k] */
+  FORJA_DECODE_SWIGLU = 2,              /* act = silu(x[0:k]) · x[k:2k], x [2k] (gate then up) */
+  FORJA_DECODE_RMSNORM_UNIT_OFFSET = 3, /* act = rmsnorm(x) · (1 + norm_weight), x [k] (Gemma) */
+  FORJA_DECODE_GEGLU = 4                /* act = gelu_tanh(x[0:k]) · x[k:2k], x [2k] (Gemma) */
 } ForjaDecodePrologue;
 
 /* y[r] = Σ_c act[c] · w[r, c] (+ bias[r]) (+ residual[r]) for r < n; w [n, k] row-major bf16. */
 typedef struct ForjaDecodeGemv {
   int64_t n, k;  /* out and in features, >= 1; k <= 32768 (act lives in shared memory) */
   const void* w; /* [n, k] bf16 */
-  const void* x; /* [k] bf16, or [2k] with SWIGLU */
+  const void* x; /* [k] bf16, or [2k] with SWIGLU / GEGLU */
   ForjaDecodePrologue prologue;
-  const void* norm_weight; /* [k] bf16, RMSNORM only */
-  float eps;               /* RMSNORM only */
+  const void* norm_weight; /* [k] bf16, the RMSNORMs only */
+  float eps;               /* the RMSNORMs only */
   const void* bias;        /* [n] bf16 or NULL */
   const void* residual;    /* [n] bf16 or NULL (may equal y: read before written, element by element) */
   void* y;                 /* [n] bf16 out */
@@ -72,10 +76,10 @@ typedef struct ForjaDecodeGemvNf4 {
   const uint8_t* codes; /* [n·k / 2] */
   const float* absmax;  /* [n·k / block_size] */
   int64_t block_size;   /* elements per absmax */
-  const void* x;        /* [k] bf16, or [2k] with SWIGLU */
+  const void* x;        /* [k] bf16, or [2k] with SWIGLU / GEGLU */
   ForjaDecodePrologue prologue;
-  const void* norm_weight; /* [k] bf16, RMSNORM only */
-  float eps;               /* RMSNORM only */
+  const void* norm_weight; /* [k] bf16, the RMSNORMs only */
+  float eps;               /* the RMSNORMs only */
   const void* bias;        /* [n] bf16 or NULL */
   const void* residual;    /* [n] bf16 or NULL (may equal y) */
   void* y;                 /* [n] bf16 out */
@@ -99,7 +103,8 @@ typedef struct ForjaDecodeRopeKv {
  * keys are split in chunks of `chunk` slots over the first `max_keys` slots (pos < max_keys); each chunk's
  * partial result goes to `scratch`, which must hold forja_decode_attention_scratch_floats() floats. */
 typedef struct ForjaDecodeAttention {
-  int64_t heads, kv_heads, head_dim; /* head_dim in {64, 128}; heads a multiple of kv_heads, heads/kv <= 16 */
+  int64_t heads, kv_heads, head_dim; /* head_dim in {64, 128, 256}; heads a multiple of kv_heads, heads/kv
+                                        <= 16 (<= 8 at head_dim 256) */
   int64_t capacity;
   int64_t max_keys; /* 1 .. capacity */
   int64_t chunk;    /* keys per split, >= 1 (the launcher's choice: forja_decode_attention_chunk) */
