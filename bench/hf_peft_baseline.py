@@ -7,7 +7,7 @@ from peft import LoraConfig, get_peft_model
 
 def make(kind):
     if kind in ("qwen3_1_7b", "gemma3_1b"):
-        # Built from the fields forja-cli's shapes use (bench/decode_bench.py, app/cli/bench_shapes.h).
+        # Built from the fields forja-cli's shapes use (bench/decode_bench.py, core/io/bench_shapes.cpp).
         from decode_bench import hf_model
         return hf_model(kind)
     if kind == "tinyllama-1.1b":

@@ -1,18 +1,12 @@
-// The real models whose shapes the benchmarks run at, as their config.json files give them: read by the
-// loader's own parser, so every family option (q/k norms, local layers and their RoPE, the attention scale)
-// is the real model's. bench/hf_peft_baseline.py and bench/decode_bench.py build transformers' models from
-// the same fields.
-#pragma once
-
-#include <string>
-
+// The benchmark shapes (forja/bench.h): each real model's config.json, as its repository gives it.
+#include "forja/bench.h"
 #include "forja/error.h"
 
-namespace forja::cli {
+namespace forja::bench {
 
-inline const char* kBenchShapes = "tinyllama, mistral7b, qwen3_1_7b and gemma3_1b";
+const char* const kShapeNames = "tinyllama, mistral7b, qwen3_1_7b and gemma3_1b";
 
-inline std::string bench_shape_config(const std::string& shape) {
+std::string shape_config_json(const std::string& shape) {
   if (shape == "tinyllama")  // TinyLlama-1.1B
     return R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 32000,
                "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22, "num_attention_heads": 32,
@@ -39,7 +33,11 @@ inline std::string bench_shape_config(const std::string& shape) {
                "sliding_window_pattern": 6, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
                "rope_theta": 1000000, "rope_local_base_freq": 10000, "hidden_activation": "gelu_pytorch_tanh",
                "tie_word_embeddings": true, "bos_token_id": 2, "eos_token_id": 1})";
-  throw Error("unknown shape '" + shape + "'", std::string("the shapes are ") + kBenchShapes);
+  throw Error("unknown shape '" + shape + "'", std::string("the shapes are ") + kShapeNames);
 }
 
-}  // namespace forja::cli
+ModelConfig shape_config(const std::string& shape) {
+  return parse_model_config_text(shape_config_json(shape), "bench:" + shape);
+}
+
+}  // namespace forja::bench
