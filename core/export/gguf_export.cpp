@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "causal_lm.h"
@@ -78,64 +79,64 @@ void add_gpt2_tensors(const ModelConfig& c, Take&& take, Add&& add) {
   add("output.weight", take("transformer.wte.weight"));
 }
 
-// Gemma 2 and 3 under llama.cpp's "gemma2" / "gemma3": the norms' (1 + w) written as the weight itself, as
-// llama.cpp's converter does, and the q scale that makes its fixed attention scale the config's.
-template <typename Take, typename Add>
-void add_gemma_tensors(const ModelConfig& c, const GgufLayout& layout, Take&& take, Add&& add) {
-  auto norm = [&](const std::string& hf) { return take(hf).to(at::kFloat) + 1; };
-  add("token_embd.weight", take("model.embed_tokens.weight"));
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string hf = "model.layers." + std::to_string(i) + ".", g = "blk." + std::to_string(i) + ".";
-    at::Tensor q = take(hf + "self_attn.q_proj.weight");
-    at::Tensor q_norm;
-    // Gemma 3 normalizes q per head after the projection, so the scale goes on that norm instead.
-    if (c.qk_norm)
-      q_norm = norm(hf + "self_attn.q_norm.weight") * layout.q_scale;
-    else if (layout.q_scale != 1.0)
-      q = q.to(at::kFloat) * layout.q_scale;
-    add(g + "attn_norm.weight", norm(hf + "input_layernorm.weight"));
-    add(g + "attn_q.weight", q);
-    add(g + "attn_k.weight", take(hf + "self_attn.k_proj.weight"));
-    add(g + "attn_v.weight", take(hf + "self_attn.v_proj.weight"));
-    add(g + "attn_output.weight", take(hf + "self_attn.o_proj.weight"));
-    if (c.qk_norm) {
-      add(g + "attn_q_norm.weight", q_norm);
-      add(g + "attn_k_norm.weight", norm(hf + "self_attn.k_norm.weight"));
-    }
-    add(g + "post_attention_norm.weight", norm(hf + "post_attention_layernorm.weight"));
-    add(g + "ffn_norm.weight", norm(hf + "pre_feedforward_layernorm.weight"));
-    add(g + "ffn_gate.weight", take(hf + "mlp.gate_proj.weight"));
-    add(g + "ffn_up.weight", take(hf + "mlp.up_proj.weight"));
-    add(g + "ffn_down.weight", take(hf + "mlp.down_proj.weight"));
-    add(g + "post_ffw_norm.weight", norm(hf + "post_feedforward_layernorm.weight"));
-  }
-  add("output_norm.weight", norm("model.norm.weight"));
-  if (!c.tie_word_embeddings) add("output.weight", take("lm_head.weight"));
-}
+// One layer's tensor under llama.cpp's name and the Hugging Face one, and what the exporter does to it: a
+// matrix or norm as it is; Gemma's norms as (1 + w), as llama.cpp's converter writes them; q (or, where
+// Gemma 3 normalizes each head of q, that norm) scaled so that llama.cpp's fixed attention scale is the
+// config's.
+enum class Part { AsIs, UnitNorm, Q, QNorm, KNorm };
+struct LayerTensor {
+  const char* gguf;
+  const char* hf;
+  Part part = Part::AsIs;
+};
 
-// Phi-3 under llama.cpp's "phi3": its fused projections as they are (q, k, v rows; gate rows, then up), and
-// longrope's two factor sets as the global tensors llama.cpp reads.
+constexpr LayerTensor kGemmaLayer[] = {{"attn_norm", "input_layernorm", Part::UnitNorm},
+                                       {"attn_q", "self_attn.q_proj", Part::Q},
+                                       {"attn_k", "self_attn.k_proj"},
+                                       {"attn_v", "self_attn.v_proj"},
+                                       {"attn_output", "self_attn.o_proj"},
+                                       {"attn_q_norm", "self_attn.q_norm", Part::QNorm},
+                                       {"attn_k_norm", "self_attn.k_norm", Part::KNorm},
+                                       {"post_attention_norm", "post_attention_layernorm", Part::UnitNorm},
+                                       {"ffn_norm", "pre_feedforward_layernorm", Part::UnitNorm},
+                                       {"ffn_gate", "mlp.gate_proj"},
+                                       {"ffn_up", "mlp.up_proj"},
+                                       {"ffn_down", "mlp.down_proj"},
+                                       {"post_ffw_norm", "post_feedforward_layernorm", Part::UnitNorm}};
+
+// Phi-3's fused projections are written as they are: q, k, v rows; gate rows, then up.
+constexpr LayerTensor kPhi3Layer[] = {
+    {"attn_norm", "input_layernorm"},    {"attn_qkv", "self_attn.qkv_proj"},
+    {"attn_output", "self_attn.o_proj"}, {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_up", "mlp.gate_up_proj"},      {"ffn_down", "mlp.down_proj"}};
+
+// Gemma 2 and 3 under llama.cpp's "gemma2" / "gemma3"; Phi-3 under "phi3", with longrope's two factor sets as
+// the global tensors llama.cpp reads.
 template <typename Take, typename Add>
-void add_phi3_tensors(const ModelConfig& c, Take&& take, Add&& add) {
-  auto factors = [](const std::vector<double>& f) {
-    std::vector<float> v(f.begin(), f.end());
-    return at::tensor(v);
-  };
+void add_layered_tensors(const ModelConfig& c, const GgufLayout& layout, std::span<const LayerTensor> layer,
+                         Take&& take, Add&& add) {
+  const bool unit_norms = c.gemma_norms;
   add("token_embd.weight", take("model.embed_tokens.weight"));
   if (c.rope.type == "longrope") {
-    add("rope_factors_long.weight", factors(c.rope.long_factor));
-    add("rope_factors_short.weight", factors(c.rope.short_factor));
+    const std::vector<float> long_f(c.rope.long_factor.begin(), c.rope.long_factor.end());
+    const std::vector<float> short_f(c.rope.short_factor.begin(), c.rope.short_factor.end());
+    add("rope_factors_long.weight", at::tensor(long_f));
+    add("rope_factors_short.weight", at::tensor(short_f));
   }
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string hf = "model.layers." + std::to_string(i) + ".", g = "blk." + std::to_string(i) + ".";
-    add(g + "attn_norm.weight", take(hf + "input_layernorm.weight"));
-    add(g + "attn_qkv.weight", take(hf + "self_attn.qkv_proj.weight"));
-    add(g + "attn_output.weight", take(hf + "self_attn.o_proj.weight"));
-    add(g + "ffn_norm.weight", take(hf + "post_attention_layernorm.weight"));
-    add(g + "ffn_up.weight", take(hf + "mlp.gate_up_proj.weight"));
-    add(g + "ffn_down.weight", take(hf + "mlp.down_proj.weight"));
+    for (const LayerTensor& t : layer) {
+      const bool qk_norm = t.part == Part::QNorm || t.part == Part::KNorm;
+      if (qk_norm && !c.qk_norm) continue;
+      at::Tensor w = take(hf + t.hf + ".weight");
+      if (t.part == Part::UnitNorm || qk_norm) w = w.to(at::kFloat) + 1;
+      if (t.part == Part::QNorm || (t.part == Part::Q && !c.qk_norm && layout.q_scale != 1.0))
+        w = w.to(at::kFloat) * layout.q_scale;
+      add(g + t.gguf + ".weight", w);
+    }
   }
-  add("output_norm.weight", take("model.norm.weight"));
+  add("output_norm.weight",
+      unit_norms ? take("model.norm.weight").to(at::kFloat) + 1 : take("model.norm.weight"));
   if (!c.tie_word_embeddings) add("output.weight", take("lm_head.weight"));
 }
 
@@ -349,12 +350,8 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
     add_gpt2_tensors(c, take, add);
     return write();
   }
-  if (gemma) {
-    add_gemma_tensors(c, layout, take, add);
-    return write();
-  }
-  if (c.family == Family::Phi3) {
-    add_phi3_tensors(c, take, add);
+  if (gemma || c.family == Family::Phi3) {
+    add_layered_tensors(c, layout, gemma ? std::span<const LayerTensor>(kGemmaLayer) : kPhi3Layer, take, add);
     return write();
   }
   add("token_embd.weight", take("model.embed_tokens.weight"));
