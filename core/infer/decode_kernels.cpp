@@ -60,14 +60,14 @@ const void* ptr(const at::Tensor& t) {
 
 at::Tensor stock_activation(const at::Tensor& x, Prologue prologue, const at::Tensor& norm_weight,
                             double eps) {
+  if (prologue == Prologue::Plain) return x;
   if (prologue == Prologue::RmsNorm) return compat::rms_norm(x, norm_weight, eps);
   if (prologue == Prologue::RmsNormUnitOffset) return rms_norm_plus_one(x, norm_weight, eps);
+  // The gated ones: x is [gate | up].
   const int64_t k = x.size(1) / 2;
   at::Tensor gate = x.narrow(1, 0, k), up = x.narrow(1, k, k);
-  if (prologue == Prologue::SwiGlu)
-    return fused::applies({gate, up}) ? fused::swiglu(gate, up) : at::silu(gate).mul_(up);
   if (prologue == Prologue::GeGlu) return at::gelu(gate, "tanh").mul_(up);
-  return x;
+  return fused::applies({gate, up}) ? fused::swiglu(gate, up) : at::silu(gate).mul_(up);
 }
 
 // The fields both GEMV structs (bf16 and NF4) share: the activation's input and prologue, the epilogue's
