@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -26,6 +27,19 @@ std::string bytes_of(const at::Tensor& t, io::GgufType type) {
   const at::Tensor c = t.detach().to(at::kCPU).to(st).contiguous();
   return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
 }
+
+// A tensor's bytes in the file: as it is in F32 / F16 / BF16, or quantized from its fp32 values.
+std::string tensor_bytes(const at::Tensor& t, io::GgufType type, bool quantized, const std::string& name) {
+  if (!quantized || type == io::GgufType::F32) return bytes_of(t, type);
+  const at::Tensor f = t.detach().to(at::kCPU).to(at::kFloat).contiguous();
+  const int64_t cols = f.size(-1);
+  return quant::quantize_rows(type, {f.data_ptr<float>(), static_cast<size_t>(f.numel())}, f.numel() / cols,
+                              cols, "GGUF tensor " + name);
+}
+
+// What the exporter does to a checkpoint tensor before writing it (a reordering, a scale), applied when that
+// tensor is written, so that one transformed copy at a time is in memory.
+using Transform = std::function<at::Tensor(const at::Tensor&)>;
 
 // HF's q/k rows are [heads, 2, d/2] halves (rotate_half); llama.cpp's "llama" RoPE rotates adjacent pairs, so
 // its rows are [heads, d/2, 2]: the reordering llama.cpp's converter applies.
@@ -128,15 +142,19 @@ void add_layered_tensors(const ModelConfig& c, const GgufLayout& layout, std::sp
     for (const LayerTensor& t : layer) {
       const bool qk_norm = t.part == Part::QNorm || t.part == Part::KNorm;
       if (qk_norm && !c.qk_norm) continue;
-      at::Tensor w = take(hf + t.hf + ".weight");
-      if (t.part == Part::UnitNorm || qk_norm) w = w.to(at::kFloat) + 1;
-      if (t.part == Part::QNorm || (t.part == Part::Q && !c.qk_norm && layout.q_scale != 1.0))
-        w = w.to(at::kFloat) * layout.q_scale;
-      add(g + t.gguf + ".weight", w);
+      const bool unit = t.part == Part::UnitNorm || qk_norm;
+      const double scale = t.part == Part::QNorm || (t.part == Part::Q && !c.qk_norm) ? layout.q_scale : 1.0;
+      Transform f;
+      if (unit || scale != 1.0)
+        f = [unit, scale](const at::Tensor& w) {
+          at::Tensor x = unit ? w.to(at::kFloat) + 1 : w;
+          return scale != 1.0 ? x.to(at::kFloat) * scale : x;
+        };
+      add(g + t.gguf + ".weight", take(hf + t.hf + ".weight"), f);
     }
   }
-  add("output_norm.weight",
-      unit_norms ? take("model.norm.weight").to(at::kFloat) + 1 : take("model.norm.weight"));
+  add("output_norm.weight", take("model.norm.weight"),
+      unit_norms ? Transform([](const at::Tensor& w) { return w.to(at::kFloat) + 1; }) : Transform());
   if (!c.tie_word_embeddings) add("output.weight", take("lm_head.weight"));
 }
 
@@ -319,28 +337,34 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   };
   // The tensors are gathered first: a quantized mix picks each one's type knowing them all (is the LM head
   // tied, how many layers).
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
-  auto add = [&](const std::string& gguf_name, at::Tensor t) {
-    tensors.emplace_back(gguf_name, std::move(t));
+  struct Source {
+    std::string name;
+    at::Tensor tensor;    // as the checkpoint holds it (a view of the mapped file)
+    Transform transform;  // shape-preserving
+  };
+  std::vector<Source> tensors;
+  auto add = [&](const std::string& gguf_name, at::Tensor t, Transform f = {}) {
+    tensors.push_back({gguf_name, std::move(t), std::move(f)});
   };
   // Matrices in the chosen type; norms, biases and the RoPE factors in F32, as llama.cpp's converter does. A
   // quantized file takes llama-quantize's type for each tensor, quantized from its fp32 values one tensor at
   // a time on all cores.
   auto write = [&] {
     std::vector<quant::MixTensor> mix;
-    for (const auto& [n, t] : tensors) mix.push_back({n, t.sizes().vec()});
+    for (const Source& s : tensors) mix.push_back({s.name, s.tensor.sizes().vec()});
     const std::vector<io::GgufType> types = quant::assign_quant_types(file_type, mix, c.num_layers);
     for (size_t i = 0; i < tensors.size(); ++i) {
-      const at::Tensor t = tensors[i].second;
       const io::GgufType tt = types[i];
-      const std::string tname = tensors[i].first;
-      w.add_tensor({tname, t.sizes().vec(), tt, [t, tt, i, tname, quantized, &on_tensor, &w] {
+      const Source& s = tensors[i];
+      w.add_tensor({s.name, s.tensor.sizes().vec(), tt, [&s, tt, i, quantized, &on_tensor, &w] {
                       if (on_tensor) on_tensor(i, w.tensor_count());
-                      if (!quantized || tt == io::GgufType::F32) return bytes_of(t, tt);
-                      const at::Tensor f = t.detach().to(at::kCPU).to(at::kFloat).contiguous();
-                      const int64_t cols = f.size(-1);
-                      return quant::quantize_rows(tt, {f.data_ptr<float>(), static_cast<size_t>(f.numel())},
-                                                  f.numel() / cols, cols, "GGUF tensor " + tname);
+                      const std::string bytes =
+                          tensor_bytes(s.transform ? s.transform(s.tensor) : s.tensor, tt, quantized, s.name);
+                      // Done with this checkpoint tensor: its pages of the mapped file need not stay
+                      // resident.
+                      if (s.tensor.device().is_cpu())
+                        io::release_pages(s.tensor.storage().data(), s.tensor.storage().nbytes());
+                      return bytes;
                     }});
     }
     w.write(out_file);
@@ -359,11 +383,14 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string hf = "model.layers." + std::to_string(i) + ".", g = "blk." + std::to_string(i) + ".";
     at::Tensor q = take(hf + "self_attn.q_proj.weight"), k = take(hf + "self_attn.k_proj.weight");
-    if (a.gguf_interleaved_rope)
-      q = interleave_rope_rows(q, c.num_heads), k = interleave_rope_rows(k, c.num_kv_heads);
+    auto interleave = [&](int64_t heads) {
+      return a.gguf_interleaved_rope
+                 ? Transform([heads](const at::Tensor& w) { return interleave_rope_rows(w, heads); })
+                 : Transform();
+    };
     add(g + "attn_norm.weight", take(hf + "input_layernorm.weight"));
-    add(g + "attn_q.weight", q);
-    add(g + "attn_k.weight", k);
+    add(g + "attn_q.weight", q, interleave(c.num_heads));
+    add(g + "attn_k.weight", k, interleave(c.num_kv_heads));
     add(g + "attn_v.weight", take(hf + "self_attn.v_proj.weight"));
     add(g + "attn_output.weight", take(hf + "self_attn.o_proj.weight"));
     if (c.qk_norm) {

@@ -1,9 +1,9 @@
 // safetensors: reading (memory-mapped, validated) and writing (atomic).
 //
 // Format (https://github.com/huggingface/safetensors): 8-byte little-endian header length N, N bytes of JSON
-// {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {str: str}}, then the
-// data buffer; offsets are relative to the buffer, which the tensors must cover exactly (no holes, no overlaps).
-// No LibTorch here: tensors are views of bytes; core/model turns them into tensors.
+// {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {str: str}}, then
+// the data buffer; offsets are relative to the buffer, which the tensors must cover exactly (no holes, no
+// overlaps). No LibTorch here: tensors are views of bytes; core/model turns them into tensors.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +52,11 @@ class MappedFile {
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
+
+// Asks the kernel to reclaim the resident pages lying wholly inside [p, p + n) (MADV_PAGEOUT), for a reader
+// that streams a mapped file through once: a mapped file's clean pages are dropped and read again if touched,
+// and written (copied) pages are never lost. Where the kernel cannot, nothing happens.
+void release_pages(const void* p, size_t n);
 
 class SafetensorsFile {
  public:

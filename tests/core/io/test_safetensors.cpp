@@ -1,12 +1,15 @@
 // safetensors reader/writer and the sharded checkpoint: round trips, the fixtures transformers saved, and
 // every kind of broken file giving an error that names the file and the problem.
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "forja/checkpoint.h"
 #include "forja/error.h"
@@ -56,6 +59,28 @@ class TestSafetensors : public QObject {
     uint64_t n = 0;
     in.read(reinterpret_cast<char*>(&n), 8);
     QCOMPARE(n % 8, uint64_t(0));
+  }
+
+  void releasedPagesKeepTheirData() {
+    // A mapped file's pages given back after a pass read the same bytes again; a page written through the
+    // (private) mapping keeps what was written.
+    QTemporaryDir dir;
+    const fs::path p = fs::path(dir.path().toStdString()) / "big.bin";
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE)), n = 64 * page;
+    std::string bytes(n, '\0');
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>(i * 131 % 251);
+    write_bytes(p, bytes);
+    auto m = MappedFile::open(p);
+    QVERIFY(std::memcmp(m->data(), bytes.data(), n) == 0);  // every page resident
+    auto* written = const_cast<uint8_t*>(m->data()) + 3 * page + 5;
+    *written = 0xAB;
+    release_pages(m->data() + 1, n - 2);  // pages partly outside the range stay
+    std::vector<unsigned char> resident(n / page);
+    QCOMPARE(::mincore(const_cast<uint8_t*>(m->data()), n, resident.data()), 0);
+    QVERIFY(resident[0] & 1);  // the first page was only partly inside
+    QCOMPARE(*written, uint8_t{0xAB});
+    bytes[3 * page + 5] = static_cast<char>(0xAB);
+    QVERIFY(std::memcmp(m->data(), bytes.data(), n) == 0);
   }
 
   void readsTransformersFixtures() {
