@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,14 @@ extern const char* const kShapeNames;
 // A shape's config.json text, and that text parsed; an unknown shape is a forja::Error listing the shapes.
 std::string shape_config_json(const std::string& shape);
 ModelConfig shape_config(const std::string& shape);
+
+// A random-weight checkpoint of `config_json` (a config.json text, e.g. shape_config_json's) written as a
+// Hugging Face folder: config.json and bf16 safetensors in shards of about `shard_bytes` with their index,
+// the values RandomWeights draws from `seed` (norms 1, matrices N(0, 1/fan_in), embeddings N(0, 1)); one
+// shard is in memory at a time. `dir` must be new or empty. No tokenizer is written. Returns the bytes of
+// weights.
+int64_t write_random_model(const std::string& config_json, const std::filesystem::path& dir,
+                           uint64_t seed = 0, int64_t shard_bytes = int64_t{2} << 30);
 
 // Batch-1 greedy decode of a random prompt, a fixed number of new tokens per run (EOS ignored), after one
 // warm-up run that captures every CUDA graph the runs need.
