@@ -112,14 +112,36 @@ std::shared_ptr<MappedFile> MappedFile::open(const fs::path& path) {
 }
 
 void release_pages(const void* p, size_t n) {
-#ifdef MADV_PAGEOUT
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-  const auto end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
-#else
-  (void)p, (void)n;
-#endif
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end <= begin) return;
+  // /proc/self/pagemap: one 64-bit entry per page; bit 63 present, bit 61 a file (or shared) page. Only those
+  // are let go (MADV_DONTNEED): the next touch maps the same file page again, and the page cache keeps it. A
+  // page written through the private mapping is anonymous now and stays.
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  constexpr uint64_t kPresent = uint64_t{1} << 63, kFilePage = uint64_t{1} << 61;
+  std::array<uint64_t, 4096> entries;
+  uintptr_t run = 0;  // start of the current run of file pages, 0 when none
+  auto flush = [&](uintptr_t to) {
+    if (run != 0) ::madvise(reinterpret_cast<void*>(run), to - run, MADV_DONTNEED);
+    run = 0;
+  };
+  uintptr_t at = begin;
+  while (at < end) {
+    const size_t count = std::min<size_t>(entries.size(), (end - at) / page);
+    const off_t offset = static_cast<off_t>(at / page * sizeof(uint64_t));
+    const ssize_t got = ::pread(fd, entries.data(), count * sizeof(uint64_t), offset);
+    if (got <= 0) break;
+    for (size_t i = 0; i < static_cast<size_t>(got) / sizeof(uint64_t); ++i, at += page) {
+      const bool file_page = (entries[i] & kPresent) && (entries[i] & kFilePage);
+      if (file_page && run == 0) run = at;
+      if (!file_page) flush(at);
+    }
+  }
+  flush(at);
+  ::close(fd);
 }
 
 MappedFile::~MappedFile() {

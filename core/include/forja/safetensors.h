@@ -53,9 +53,10 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// Asks the kernel to reclaim the resident pages lying wholly inside [p, p + n) (MADV_PAGEOUT), for a reader
-// that streams a mapped file through once: a mapped file's clean pages are dropped and read again if touched,
-// and written (copied) pages are never lost. Where the kernel cannot, nothing happens.
+// Lets go of the resident pages of a mapped file that lie wholly inside [p, p + n), for a reader that streams
+// the file through once: the process's memory no longer counts them, the page cache keeps them, and touching
+// them again maps them again. Pages written through a private mapping, and any memory not backed by a file,
+// are left as they are, so nothing is lost; where /proc/self/pagemap cannot be read, nothing happens.
 void release_pages(const void* p, size_t n);
 
 class SafetensorsFile {
