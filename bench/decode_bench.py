@@ -40,6 +40,11 @@ CONFIG_SHAPES = {
                       query_pre_attn_scalar=256, sliding_window=512, sliding_window_pattern=6,
                       max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1000000.0,
                       rope_local_base_freq=10000.0, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
+    "gemma2_2b": dict(model_type="gemma2", vocab_size=256000, hidden_size=2304, intermediate_size=9216,
+                      num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                      query_pre_attn_scalar=256, sliding_window=4096, max_position_embeddings=8192,
+                      rms_norm_eps=1e-6, rope_theta=10000.0, attn_logit_softcapping=50.0,
+                      final_logit_softcapping=30.0, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
 }
 
 

@@ -1,4 +1,4 @@
-// forja-cli bench model --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b --out DIR [--seed 0]
+// forja-cli bench model --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b|gemma2_2b --out DIR [--seed 0]
 // A benchmark shape's random weights written as a model folder (forja::bench::write_random_model), for the
 // benchmarks that start from a checkpoint on disk: GGUF export and quantization against llama.cpp's.
 #include <cstdio>
@@ -26,5 +26,5 @@ int run_bench_model(Args& args) {
 }  // namespace forja::cli
 
 FORJA_BENCH(model, "Write a real shape's random weights as a model folder (for the export benchmarks)",
-            "bench model --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b --out DIR [--seed 0]",
+            "bench model --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b|gemma2_2b --out DIR [--seed 0]",
             forja::cli::run_bench_model);

@@ -4,7 +4,7 @@
 
 namespace forja::bench {
 
-const char* const kShapeNames = "tinyllama, mistral7b, qwen3_1_7b and gemma3_1b";
+const char* const kShapeNames = "tinyllama, mistral7b, qwen3_1_7b, gemma3_1b and gemma2_2b";
 
 std::string shape_config_json(const std::string& shape) {
   if (shape == "tinyllama")  // TinyLlama-1.1B
@@ -33,6 +33,14 @@ std::string shape_config_json(const std::string& shape) {
                "sliding_window_pattern": 6, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
                "rope_theta": 1000000, "rope_local_base_freq": 10000, "hidden_activation": "gelu_pytorch_tanh",
                "tie_word_embeddings": true, "bos_token_id": 2, "eos_token_id": 1})";
+  if (shape == "gemma2_2b")  // Gemma-2-2B: local and global layers alternating, soft-capped scores and logits
+    return R"({"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "vocab_size": 256000,
+               "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+               "num_key_value_heads": 4, "head_dim": 256, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+               "max_position_embeddings": 8192, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+               "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
+               "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": true, "bos_token_id": 2,
+               "eos_token_id": 1})";
   throw Error("unknown shape '" + shape + "'", std::string("the shapes are ") + kShapeNames);
 }
 
