@@ -269,8 +269,26 @@ void rope_kv(at::Tensor& qkv, at::Tensor& layer_cache, const at::Tensor& cos, co
   check(forja_decode_rope_kv_bf16(&p, stream()), forja_decode_rope_kv_check(&p), "rope_kv");
 }
 
+void rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, bool unit_offset,
+              const at::Tensor& residual, const at::Tensor& out) {
+  TORCH_CHECK(x.is_contiguous() && out.is_contiguous() && x.numel() == out.numel() &&
+                  (!residual.defined() || (residual.is_contiguous() && residual.numel() == x.numel())),
+              "decode rms_norm: contiguous tensors of one size");
+  ForjaDecodeRmsNorm p{};
+  p.d = weight.numel();
+  p.rows = x.numel() / p.d;
+  p.x = x.data_ptr();
+  p.weight = weight.data_ptr();
+  p.eps = static_cast<float>(eps);
+  p.unit_offset = unit_offset ? 1 : 0;
+  p.residual = ptr(residual);
+  p.out = out.data_ptr();
+  check(forja_decode_rms_norm_bf16(&p, stream()), forja_decode_rms_norm_check(&p), "rms_norm");
+}
+
 at::Tensor attention(const at::Tensor& qkv, const at::Tensor& layer_cache, const at::Tensor& position,
-                     int64_t heads, int64_t max_keys, int64_t window, double scale, at::Tensor& scratch) {
+                     int64_t heads, int64_t max_keys, int64_t window, double scale, double softcap,
+                     at::Tensor& scratch) {
   const int64_t d = layer_cache.size(3);
   const int64_t chunk = forja_decode_attention_chunk(max_keys);
   const int64_t floats = forja_decode_attention_scratch_floats(heads, d, max_keys, chunk);
@@ -288,6 +306,7 @@ at::Tensor attention(const at::Tensor& qkv, const at::Tensor& layer_cache, const
   p.chunk = chunk;
   p.window = window;
   p.scale = static_cast<float>(scale);
+  p.softcap = static_cast<float>(softcap);
   p.q = qkv.data_ptr();
   p.cache = layer_cache.data_ptr();
   p.position = position.data_ptr<int64_t>();
@@ -335,8 +354,11 @@ at::Tensor gemv_nf4_fastest(const Nf4Weight&, const at::Tensor&, Prologue, const
 void rope_kv(at::Tensor&, at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t) {
   not_compiled();
 }
+void rms_norm(const at::Tensor&, const at::Tensor&, double, bool, const at::Tensor&, const at::Tensor&) {
+  not_compiled();
+}
 at::Tensor attention(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t,
-                     double, at::Tensor&) {
+                     double, double, at::Tensor&) {
   not_compiled();
 }
 

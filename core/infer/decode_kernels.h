@@ -62,13 +62,18 @@ at::Tensor gemv_nf4_fastest(const Nf4Weight& w, const at::Tensor& x, Prologue pr
 void rope_kv(at::Tensor& qkv, at::Tensor& layer_cache, const at::Tensor& cos, const at::Tensor& sin,
              const at::Tensor& position, int64_t heads);
 
+// out = RMSNorm of each row of x (rows of weight.numel() values; Gemma's (1 + w) form with unit_offset),
+// plus `residual` when defined. x, residual and out contiguous bf16 of one shape; out may be x or residual.
+void rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, bool unit_offset,
+              const at::Tensor& residual, const at::Tensor& out);
+
 // Attention of the token's query heads (the first heads·d values of qkv) over the cache slots up to the
-// position (within `window` of it when > 0), the scores scaled by `scale`, split over the first `max_keys`
-// slots. Returns [1, heads·d].
-// `scratch` is reused between calls (allocated on first use when undefined; a graph capture sizes it first
-// with attention_scratch_floats).
+// position (within `window` of it when > 0), the scores scaled by `scale` (then soft-capped when softcap >
+// 0), split over the first `max_keys` slots. Returns [1, heads·d]. `scratch` is reused between calls
+// (allocated on first use when undefined; a graph capture sizes it first with attention_scratch_floats).
 at::Tensor attention(const at::Tensor& qkv, const at::Tensor& layer_cache, const at::Tensor& position,
-                     int64_t heads, int64_t max_keys, int64_t window, double scale, at::Tensor& scratch);
+                     int64_t heads, int64_t max_keys, int64_t window, double scale, double softcap,
+                     at::Tensor& scratch);
 
 // The scratch attention() needs for any number of keys (the split never makes more than 64 chunks), so a
 // caller can allocate it once before capturing graphs.

@@ -182,7 +182,7 @@ class LlamaDecoder final : public Decoder {
     const bool lora = adapter_on_;
     const double eps = config_.norm_eps;
     at::Tensor h = at::embedding(embed_, ids);  // [1, hidden]
-    if (gemma_) h = h * embed_scale_;
+    if (gemma_) h = h * embed_scale_;  // a tensor of its own: Gemma's residual adds below write into it
     // Gemma's norms scale by (1 + w) and its MLP gates with GELU; its attention scale is its own.
     const dk::Prologue pre_norm = gemma_ ? dk::Prologue::RmsNormUnitOffset : dk::Prologue::RmsNorm;
     const dk::Prologue gate = gemma_ ? dk::Prologue::GeGlu : dk::Prologue::SwiGlu;
@@ -206,16 +206,22 @@ class LlamaDecoder final : public Decoder {
       at::Tensor& cache = cache_.layer(static_cast<int64_t>(i));
       at::Tensor x = act_for(l.qkv);
       at::Tensor qkv = add_lora(gemv(l.qkv, h, pre_norm, l.input_norm, {}, x), l.qkv, x);
-      norm_qk(qkv, l);
+      if (l.q_norm.defined()) {  // each q head, then each k head, in place
+        at::Tensor q = qkv.narrow(1, 0, heads_ * head_dim_);
+        at::Tensor k = qkv.narrow(1, heads_ * head_dim_, kv_heads_ * head_dim_);
+        dk::rms_norm(q, l.q_norm, eps, gemma_, {}, q);
+        dk::rms_norm(k, l.k_norm, eps, gemma_, {}, k);
+      }
       dk::rope_kv(qkv, cache, l.local_rope ? cos_local_ : cos_, l.local_rope ? sin_local_ : sin_signed_,
                   a.positions, heads_);
-      at::Tensor attn =
-          dk::attention(qkv, cache, a.positions, heads_, a.keys, l.window, scale, attn_scratch_);
+      at::Tensor attn = dk::attention(qkv, cache, a.positions, heads_, a.keys, l.window, scale,
+                                      config_.attn_softcap, attn_scratch_);
       const at::Tensor o_act = lora && l.o.lora_a.defined() ? attn : at::Tensor();
       // Llama adds each projection to the residual in the GEMV's epilogue; Gemma normalizes the projection
       // first, so its residual add follows.
       if (gemma_)
-        h = h + norm(add_lora(gemv(l.o, attn, dk::Prologue::Plain, {}, {}, {}), l.o, o_act), l.post_norm);
+        dk::rms_norm(add_lora(gemv(l.o, attn, dk::Prologue::Plain, {}, {}, {}), l.o, o_act), l.post_norm, eps,
+                     true, h, h);
       else
         h = add_lora(gemv(l.o, attn, dk::Prologue::Plain, {}, h, {}), l.o, o_act);
       x = act_for(l.gate_up);
@@ -223,19 +229,21 @@ class LlamaDecoder final : public Decoder {
           add_lora(gemv(l.gate_up, h, pre_norm, gemma_ ? l.pre_ff_norm : l.post_norm, {}, x), l.gate_up, x);
       x = act_for(l.down);
       if (gemma_)
-        h = h + norm(add_lora(gemv(l.down, gu, gate, {}, {}, x), l.down, x), l.post_ff_norm);
+        dk::rms_norm(add_lora(gemv(l.down, gu, gate, {}, {}, x), l.down, x), l.post_ff_norm, eps, true, h, h);
       else
         h = add_lora(gemv(l.down, gu, gate, {}, h, x), l.down, x);
     }
-    return norm(h, final_norm_);
+    at::Tensor out = at::empty_like(h);
+    dk::rms_norm(h, final_norm_, eps, gemma_, {}, out);
+    return out;
   }
 
   // Whether the decode kernels can run this model at all: CUDA, bf16, plain [out, in] weights (bf16, or
   // 4-bit ones the NF4 GEMV takes), and the head sizes the attention kernel has.
   bool kernels_fit() const {
     if (!decode_kernels::compiled_in() || !device_.is_cuda() || dtype_ != at::kBFloat16) return false;
-    // The kernels know no soft-capped scores (Gemma 2) and no RoPE chosen per step (longrope).
-    if (config_.attn_softcap > 0 || config_.rope.type == "longrope") return false;
+    // The kernels know no RoPE chosen per step (longrope).
+    if (config_.rope.type == "longrope") return false;
     if (head_dim_ != 64 && head_dim_ != 128 && head_dim_ != 256) return false;
     if (heads_ % kv_heads_ != 0 || heads_ / kv_heads_ > (head_dim_ == 256 ? 8 : 16)) return false;
     for (const auto& l : layers_)

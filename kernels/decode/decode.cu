@@ -576,12 +576,17 @@ __global__ void rope_kv_kernel(int64_t heads, int64_t kv_heads, int64_t d, int64
   }
 }
 
+// Gemma 2's bound on the attention scores (cap 0: none; the branch is the same for the whole grid).
+__device__ __forceinline__ float soft_capped(float s, float cap) {
+  return cap > 0 ? cap * tanhf(s / cap) : s;
+}
+
 // D: head_dim; each lane holds D / 32 consecutive elements of a key / value row. kMaxRep: the most query
 // heads per kv head this instantiation serves (registers per lane grow with it).
 template <int D, int kMaxRep>
 __global__ void __launch_bounds__(kAttnWarps* kWarp)
     attention_split_kernel(int64_t heads, int64_t kv_heads, int64_t capacity, int64_t chunk, int64_t window,
-                           float scale, const __nv_bfloat16* __restrict__ q,
+                           float scale, float softcap, const __nv_bfloat16* __restrict__ q,
                            const __nv_bfloat16* __restrict__ cache, const int64_t* __restrict__ position,
                            float* __restrict__ scratch) {
   constexpr int E = D / kWarp;
@@ -625,7 +630,7 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
       float dot = 0;
 #pragma unroll
       for (int e = 0; e < E; ++e) dot = fmaf(qr[r][e], kf[e], dot);
-      const float s = warp_sum(dot);
+      const float s = soft_capped(warp_sum(dot), softcap);
       const float mn = fmaxf(m[r], s);
       const float c = expf(m[r] - mn);  // 0 when m was -inf
       const float p = expf(s - mn);
@@ -670,7 +675,8 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
 template <int D, int kMaxRep, int G>
 __global__ void __launch_bounds__(kAttnWarps* kWarp)
     attention_split_grouped_kernel(int64_t heads, int64_t kv_heads, int64_t capacity, int64_t chunk,
-                                   int64_t window, float scale, const __nv_bfloat16* __restrict__ q,
+                                   int64_t window, float scale, float softcap,
+                                   const __nv_bfloat16* __restrict__ q,
                                    const __nv_bfloat16* __restrict__ cache,
                                    const int64_t* __restrict__ position, float* __restrict__ scratch) {
   constexpr int E = D / kWarp;
@@ -731,6 +737,8 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
         for (int t = 0; t < G; ++t) s[r][t] += __shfl_xor_sync(0xffffffffu, s[r][t], o);
 #pragma unroll
     for (int r = 0; r < kMaxRep; ++r) {
+#pragma unroll
+      for (int t = 0; t < G; ++t) s[r][t] = soft_capped(s[r][t], softcap);
       float mn = m[r];
 #pragma unroll
       for (int t = 0; t < G; ++t)
@@ -807,14 +815,46 @@ int launch_attention(const ForjaDecodeAttention* p, cudaStream_t stream) {
   auto kernel =
       baseline_kernels() ? attention_split_kernel<D, kMaxRep> : attention_split_grouped_kernel<D, kMaxRep, G>;
   const int rc = launch(kernel, grid, kAttnWarps * kWarp, 0, stream, p->heads, p->kv_heads, p->capacity,
-                        p->chunk, p->window, p->scale, static_cast<const __nv_bfloat16*>(p->q),
+                        p->chunk, p->window, p->scale, p->softcap, static_cast<const __nv_bfloat16*>(p->q),
                         static_cast<const __nv_bfloat16*>(p->cache), p->position, p->scratch);
   if (rc != 0) return rc;
   return launch(attention_merge_kernel<D>, static_cast<unsigned>(p->heads), D, 0, stream, splits, p->scratch,
                 static_cast<__nv_bfloat16*>(p->out));
 }
 
+// ---- Row RMSNorm ------------------------------------------------------------------------------------------
+// One block per row: the sum of squares reduced over the block, then each thread normalizes the elements it
+// read (so `out` may alias x or the residual).
+template <ForjaDecodePrologue P>
+__global__ void __launch_bounds__(kGemvWarps* kWarp)
+    rms_norm_rows_kernel(int64_t d, const __nv_bfloat16* x, const __nv_bfloat16* __restrict__ weight,
+                         float eps, const __nv_bfloat16* residual, __nv_bfloat16* out) {
+  __shared__ float red[kGemvWarps];
+  pdl_wait_then_release();
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * d;
+  float ss = 0;
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    const float v = bf2f(x[base + i]);
+    ss += v * v;
+  }
+  const float r = rsqrtf(block_sum(ss, red) / static_cast<float>(d) + eps);
+  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+    float y = round_bf(normed<P>(bf2f(x[base + i]), r, bf2f(weight[i])));
+    if (residual != nullptr) y += bf2f(residual[base + i]);
+    out[base + i] = f2bf(y);
+  }
+}
+
 }  // namespace
+
+extern "C" int forja_decode_rms_norm_bf16(const ForjaDecodeRmsNorm* p, cudaStream_t stream) {
+  if (forja_decode_rms_norm_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
+  auto kernel = p->unit_offset ? rms_norm_rows_kernel<FORJA_DECODE_RMSNORM_UNIT_OFFSET>
+                               : rms_norm_rows_kernel<FORJA_DECODE_RMSNORM>;
+  return launch(kernel, static_cast<unsigned>(p->rows), kGemvWarps * kWarp, 0, stream, p->d,
+                static_cast<const __nv_bfloat16*>(p->x), static_cast<const __nv_bfloat16*>(p->weight), p->eps,
+                static_cast<const __nv_bfloat16*>(p->residual), static_cast<__nv_bfloat16*>(p->out));
+}
 
 extern "C" int forja_decode_gemv_bf16(const ForjaDecodeGemv* p, cudaStream_t stream) {
   if (forja_decode_gemv_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;

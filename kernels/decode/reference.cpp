@@ -124,11 +124,21 @@ const char* forja_decode_attention_check(const ForjaDecodeAttention* p) {
     return "max_keys must be in [1, capacity]";
   if (p->chunk < 1) return "chunk must be at least 1";
   if (p->window < 0) return "window must be >= 0";
+  if (!(p->softcap >= 0.0f)) return "softcap must be >= 0";
   if (p->q == nullptr || p->cache == nullptr || p->position == nullptr || p->out == nullptr)
     return "q, cache, position and out are required";
   return nullptr;
 }
 
+const char* forja_decode_rms_norm_check(const ForjaDecodeRmsNorm* p) {
+  if (p == nullptr) return "no parameters";
+  if (p->rows < 1 || p->d < 1) return "rows and d must be at least 1";
+  if (p->d > 32768) return "d is above 32768";
+  if (!(p->eps >= 0.0f)) return "eps must be >= 0";
+  if (p->unit_offset != 0 && p->unit_offset != 1) return "unit_offset must be 0 or 1";
+  if (p->x == nullptr || p->weight == nullptr || p->out == nullptr) return "x, weight and out are required";
+  return nullptr;
+}
 int64_t forja_decode_attention_chunk(int64_t max_keys) {
   // About 64 splits at most, in chunks of a multiple of 32 keys (4 warps of 8 keys each at the least).
   const int64_t per = (max_keys + 63) / 64;
@@ -198,6 +208,22 @@ int forja_decode_rope_kv_bf16_ref(const ForjaDecodeRopeKv* p) {
   return FORJA_DECODE_OK;
 }
 
+int forja_decode_rms_norm_bf16_ref(const ForjaDecodeRmsNorm* p) {
+  if (forja_decode_rms_norm_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
+  const int64_t d = p->d;
+  for (int64_t r = 0; r < p->rows; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < d; ++i) ss += static_cast<double>(bf(p->x, r * d + i)) * bf(p->x, r * d + i);
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(d) + p->eps));
+    for (int64_t i = 0; i < d; ++i) {
+      const float v = bf(p->x, r * d + i), w = bf(p->weight, i);
+      float y = p->unit_offset ? round_bf(v * inv * (1.0f + w)) : round_bf(round_bf(v * inv) * w);
+      if (p->residual != nullptr) y = round_bf(bf(p->residual, r * d + i) + y);
+      static_cast<uint16_t*>(p->out)[r * d + i] = to_bf(y);
+    }
+  }
+  return FORJA_DECODE_OK;
+}
 int forja_decode_attention_bf16_ref(const ForjaDecodeAttention* p) {
   if (forja_decode_attention_check(p) != nullptr) return FORJA_DECODE_INVALID_ARGUMENT;
   const int64_t pos = *p->position, d = p->head_dim, rep = p->heads / p->kv_heads;
@@ -213,6 +239,7 @@ int forja_decode_attention_bf16_ref(const ForjaDecodeAttention* p) {
       for (int64_t e = 0; e < d; ++e)
         dot += static_cast<double>(bf(p->q, h * d + e)) * bf(p->cache, (g * p->capacity + j) * d + e);
       s[j - lo] = dot * p->scale;
+      if (p->softcap > 0) s[j - lo] = p->softcap * std::tanh(s[j - lo] / p->softcap);
       m = std::max(m, s[j - lo]);
     }
     double l = 0;

@@ -250,11 +250,13 @@ class TestDecodeReference : public QObject {
     QTest::addColumn<int>("d");
     QTest::addColumn<int>("pos");
     QTest::addColumn<int>("window");
-    QTest::newRow("MHA, first position") << 4 << 4 << 64 << 0 << 0;
-    QTest::newRow("GQA 8:1, d 64") << 16 << 2 << 64 << 37 << 0;
-    QTest::newRow("GQA 4:1, d 128") << 8 << 2 << 128 << 50 << 0;
-    QTest::newRow("sliding window") << 8 << 2 << 128 << 50 << 16;
-    QTest::newRow("GQA 4:1, d 256 (Gemma), window") << 4 << 1 << 256 << 40 << 24;
+    QTest::addColumn<double>("softcap");
+    QTest::newRow("MHA, first position") << 4 << 4 << 64 << 0 << 0 << 0.0;
+    QTest::newRow("GQA 8:1, d 64") << 16 << 2 << 64 << 37 << 0 << 0.0;
+    QTest::newRow("GQA 4:1, d 128") << 8 << 2 << 128 << 50 << 0 << 0.0;
+    QTest::newRow("sliding window") << 8 << 2 << 128 << 50 << 16 << 0.0;
+    QTest::newRow("GQA 4:1, d 256 (Gemma), window") << 4 << 1 << 256 << 40 << 24 << 0.0;
+    QTest::newRow("soft-capped scores (Gemma 2), window") << 8 << 4 << 256 << 40 << 24 << 0.5;
   }
 
   void attentionMatchesSoftmaxOverTheVisibleSlots() {
@@ -263,6 +265,7 @@ class TestDecodeReference : public QObject {
     QFETCH(int, d);
     QFETCH(int, pos);
     QFETCH(int, window);
+    QFETCH(double, softcap);
     const int64_t cap = 64, max_keys = 64, rep = heads / kv;
     at::Tensor q = bf16_randn({heads, d}, 21), cache = bf16_randn({2, kv, cap, d}, 22);
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -271,7 +274,9 @@ class TestDecodeReference : public QObject {
     at::Tensor k = cache[0].narrow(1, lo, pos - lo + 1).to(at::kDouble);  // [kv, keys, d]
     at::Tensor v = cache[1].narrow(1, lo, pos - lo + 1).to(at::kDouble);
     at::Tensor qg = q.to(at::kDouble).view({kv, rep, d});
-    at::Tensor probs = at::softmax(at::bmm(qg, k.transpose(1, 2)) * scale, -1);
+    at::Tensor scores = at::bmm(qg, k.transpose(1, 2)) * scale;
+    if (softcap > 0) scores = softcap * at::tanh(scores / softcap);
+    at::Tensor probs = at::softmax(scores, -1);
     at::Tensor want = at::bmm(probs, v).reshape({heads, d}).to(at::kFloat).to(at::kBFloat16);
 
     at::Tensor out = at::full({heads, d}, 9.0, at::kBFloat16);
@@ -279,9 +284,41 @@ class TestDecodeReference : public QObject {
     ForjaDecodeAttention p{};
     p.heads = heads, p.kv_heads = kv, p.head_dim = d, p.capacity = cap, p.max_keys = max_keys;
     p.chunk = forja_decode_attention_chunk(max_keys), p.window = window, p.scale = static_cast<float>(scale);
+    p.softcap = static_cast<float>(softcap);
     p.q = q.data_ptr(), p.cache = cache.data_ptr(), p.position = &position, p.out = out.data_ptr();
     QCOMPARE(forja_decode_attention_bf16_ref(&p), int(FORJA_DECODE_OK));
     QVERIFY2(bf16_steps(out, want) <= 1.0, qPrintable(QString::number(bf16_steps(out, want))));
+  }
+
+  void rmsNormRowsMatchTheStockNorms_data() {
+    QTest::addColumn<bool>("unit_offset");
+    QTest::addColumn<bool>("residual");
+    QTest::newRow("Llama's, per head (Qwen3's q/k norms)") << false << false;
+    QTest::newRow("Gemma's, with the residual add after it") << true << true;
+  }
+
+  void rmsNormRowsMatchTheStockNorms() {
+    QFETCH(bool, unit_offset);
+    QFETCH(bool, residual);
+    const int64_t rows = 6, d = 40;
+    const float eps = 1e-6f;
+    at::Tensor x = bf16_randn({rows, d}, 31), w = bf16_randn({d}, 32, 0.5), r = bf16_randn({rows, d}, 33);
+    // The stock norms as the decoder writes them (LlamaRMSNorm's order; GemmaRMSNorm in fp32), then h + y.
+    at::Tensor xf = x.to(at::kFloat), normed = xf * at::rsqrt(xf.pow(2).mean(-1, true) + eps);
+    at::Tensor want =
+        unit_offset ? (normed * (1 + w.to(at::kFloat))).to(at::kBFloat16) : w * normed.to(at::kBFloat16);
+    if (residual) want = r + want;
+    at::Tensor out = at::full({rows, d}, 3.0, at::kBFloat16);
+    ForjaDecodeRmsNorm p{};
+    p.rows = rows, p.d = d, p.x = x.data_ptr(), p.weight = w.data_ptr(), p.eps = eps;
+    p.unit_offset = unit_offset ? 1 : 0, p.residual = residual ? r.data_ptr() : nullptr,
+    p.out = out.data_ptr();
+    QCOMPARE(forja_decode_rms_norm_bf16_ref(&p), int(FORJA_DECODE_OK));
+    // Up to the last bit of a differently-summed mean (one bf16 step), carried through the residual add.
+    QVERIFY2(bf16_steps(out, want) <= (residual ? 2.0 : 1.0),
+             qPrintable(QString::number(bf16_steps(out, want))));
+    p.unit_offset = 2;
+    QVERIFY(forja_decode_rms_norm_check(&p) != nullptr);
   }
 
   void attentionSplitSizes() {

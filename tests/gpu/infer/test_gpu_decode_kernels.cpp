@@ -161,14 +161,14 @@ void rope_case(int64_t heads, int64_t kv, int64_t d, int64_t cap, int64_t pos) {
 }
 
 void attention_case(int64_t heads, int64_t kv, int64_t d, int64_t cap, int64_t max_keys, int64_t pos,
-                    int64_t window) {
+                    int64_t window, float softcap = 0) {
   at::Tensor q = randn_bf16({heads, d}), cache = randn_bf16({2, kv, cap, d});
   at::Tensor out_ref = at::zeros({heads, d}, at::kBFloat16);
   int64_t position = pos;
   ForjaDecodeAttention p{};
   p.heads = heads, p.kv_heads = kv, p.head_dim = d, p.capacity = cap, p.max_keys = max_keys;
   p.chunk = forja_decode_attention_chunk(max_keys), p.window = window;
-  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), p.softcap = softcap;
   p.q = q.data_ptr(), p.cache = cache.data_ptr(), p.position = &position, p.out = out_ref.data_ptr();
   FORJA_CHECK(forja_decode_attention_bf16_ref(&p) == 0, "reference refused");
   at::Tensor qd = q.to(kCuda), cd = cache.to(kCuda), od = at::full({heads, d}, NAN, qd.options());
@@ -181,12 +181,33 @@ void attention_case(int64_t heads, int64_t kv, int64_t d, int64_t cap, int64_t m
   torch::cuda::synchronize();
   FORJA_CHECK(rc == 0, "attention launch failed: %d", rc);
   const double e = rel_max(od, out_ref);
-  std::printf("attention heads %2lld kv %lld d %3lld keys %5lld pos %5lld window %3lld: %.2e\n",
+  std::printf("attention heads %2lld kv %lld d %3lld keys %5lld pos %5lld window %3lld cap %g: %.2e\n",
               static_cast<long long>(heads), static_cast<long long>(kv), static_cast<long long>(d),
               static_cast<long long>(max_keys), static_cast<long long>(pos), static_cast<long long>(window),
-              e);
+              softcap, e);
   FORJA_CHECK(at::isfinite(od).all().item<bool>(), "attention: an output element was not written");
   FORJA_CHECK(e <= 1e-2, "attention: rel err %g", e);
+}
+
+void rms_norm_case(int64_t rows, int64_t d, bool unit_offset, bool residual) {
+  at::Tensor x = randn_bf16({rows, d}), w = randn_bf16({d}, 0.5), r = randn_bf16({rows, d});
+  at::Tensor out_ref = at::zeros({rows, d}, at::kBFloat16);
+  ForjaDecodeRmsNorm p{};
+  p.rows = rows, p.d = d, p.x = x.data_ptr(), p.weight = w.data_ptr(), p.eps = 1e-6f;
+  p.unit_offset = unit_offset, p.residual = residual ? r.data_ptr() : nullptr, p.out = out_ref.data_ptr();
+  FORJA_CHECK(forja_decode_rms_norm_bf16_ref(&p) == 0, "reference refused");
+  at::Tensor xd = x.to(kCuda), wd = w.to(kCuda), rd = r.to(kCuda),
+             od = at::full({rows, d}, NAN, xd.options());
+  p.x = xd.data_ptr(), p.weight = wd.data_ptr(), p.residual = residual ? rd.data_ptr() : nullptr;
+  p.out = od.data_ptr();
+  const int rc = forja_decode_rms_norm_bf16(&p, stream());
+  torch::cuda::synchronize();
+  FORJA_CHECK(rc == 0, "rms_norm launch failed: %d", rc);
+  const double e = rel_max(od, out_ref);
+  std::printf("rms_norm rows %3lld d %5lld unit %d res %d: %.2e\n", static_cast<long long>(rows),
+              static_cast<long long>(d), unit_offset, residual, e);
+  FORJA_CHECK(at::isfinite(od).all().item<bool>(), "rms_norm: an output element was not written");
+  FORJA_CHECK(e <= 1e-2, "rms_norm: rel err %g", e);
 }
 
 // Microseconds per call of `fn`: 200 calls after 5 warm-up ones, the device synchronised around them.
@@ -454,6 +475,11 @@ int main() {
   rope_case(32, 8, 128, 300, 299);
   rope_case(3, 1, 18, 7, 4);  // head_dim not a power of two
 
+  rms_norm_case(16, 128, false, false);  // Qwen3's q heads
+  rms_norm_case(1, 1152, true, true);    // Gemma 3 1B's norm after attention, with the residual add
+  rms_norm_case(4, 256, true, false);    // Gemma's q heads
+  rms_norm_case(3, 8191, false, true);   // a long odd row
+
   for (int64_t pos : {0, 31, 32, 33, 255})
     attention_case(32, 4, 64, 512, 256, pos, 0);    // TinyLlama heads, bucket 256
   attention_case(32, 8, 128, 4096, 2048, 2047, 0);  // Mistral heads, a 2048-slot bucket, full
@@ -461,9 +487,11 @@ int main() {
   attention_case(12, 12, 64, 100, 97, 96, 0);        // MHA, keys not a multiple of 32
   attention_case(16, 1, 128, 1024, 1024, 900, 100);  // 16 query heads on one kv head, a sliding window
   attention_case(8, 2, 64, 64, 64, 10, 4);
-  attention_case(4, 1, 256, 1024, 1024, 700, 512);  // Gemma 3 1B's heads, a local layer
-  attention_case(8, 4, 256, 512, 512, 300, 0);      // Gemma 2 2B / Gemma 3 4B heads, a global layer
-  attention_case(16, 2, 256, 128, 128, 77, 0);      // 8 query heads per kv head, the most at 256
+  attention_case(4, 1, 256, 1024, 1024, 700, 512);         // Gemma 3 1B's heads, a local layer
+  attention_case(8, 4, 256, 512, 512, 300, 0);             // Gemma 2 2B / Gemma 3 4B heads, a global layer
+  attention_case(16, 2, 256, 128, 128, 77, 0);             // 8 query heads per kv head, the most at 256
+  attention_case(8, 4, 256, 512, 512, 300, 0, 1.0f);       // Gemma 2's soft-capped scores (a tight cap)
+  attention_case(16, 1, 128, 1024, 1024, 900, 100, 2.0f);  // soft cap with 16 heads per kv head, a window
 
   gemv_speed("tinyllama qkv", 2560, 2048, FORJA_DECODE_RMSNORM);
   gemv_speed("tinyllama o", 2048, 2048, FORJA_DECODE_PLAIN);
@@ -500,6 +528,17 @@ int main() {
   g.sliding_layers = {true, false, true};
   compare_decoders("gemma3-like d256, local window 24, graphs", g, true, false, 30, 40);
   compare_decoders("gemma3-like d256 + adapter", g, false, true, 30, 40);
+  // Gemma 2: the same norms and MLP, no q/k norms, soft-capped attention scores (the fixture's cap, 5), local
+  // and global layers alternating.
+  forja::ModelConfig g2 = forja::parse_model_config(forja_test::fixture_dir("gemma2") / "config.json");
+  g2.hidden_size = 512, g2.num_heads = 4, g2.num_kv_heads = 2, g2.head_dim = 256, g2.intermediate_size = 1024;
+  g2.max_position_embeddings = 1024, g2.sliding_window = 24;
+  compare_decoders("gemma2-like d256 soft-capped scores, window 24, graphs", g2, true, false, 30, 40);
+  compare_decoders("gemma2-like d256 + adapter", g2, false, true, 30, 40);
+  forja::ModelConfig q3 = forja::parse_model_config(forja_test::fixture_dir("qwen3") / "config.json");
+  q3.hidden_size = 256, q3.num_heads = 4, q3.num_kv_heads = 2, q3.head_dim = 128, q3.intermediate_size = 688;
+  q3.num_layers = 3, q3.max_position_embeddings = 1024;
+  compare_decoders("qwen3-like d128 q/k norms, graphs", q3, true, false, 30, 40);
 
   // The NF4 GEMV, and the decoder on a 4-bit base (every in-feature a multiple of the 64-element block).
   for (auto pro : kPrologues) {

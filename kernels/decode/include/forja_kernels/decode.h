@@ -8,6 +8,8 @@
  *    4-bit code read once, the activation shared by two rows per warp;
  *  - forja_decode_rope_kv_bf16: rotary embedding of the token's q and k heads at the position read from
  *    device memory, q in place, k and v written into the KV cache slot;
+ *  - forja_decode_rms_norm_bf16: the RMSNorm of each row of a small matrix (q/k heads, one hidden vector),
+ *    with a residual add after it;
  *  - forja_decode_attention_bf16: attention of the token's query heads over the cache positions up to the
  *    token's own (read from device memory, so a captured CUDA graph replays it at every position), split
  *    over the keys (flash-decoding) and combined in a second launch; GQA without repeating the cache.
@@ -110,6 +112,7 @@ typedef struct ForjaDecodeAttention {
   int64_t chunk;    /* keys per split, >= 1 (the launcher's choice: forja_decode_attention_chunk) */
   int64_t window;   /* 0: none */
   float scale;
+  float softcap;     /* > 0: each score s (scaled) becomes softcap · tanh(s / softcap), Gemma 2's; 0: none */
   const void* q;     /* [heads, head_dim] bf16 (may be the qkv row) */
   const void* cache; /* [2, kv_heads, capacity, head_dim] bf16 */
   const int64_t* position;
@@ -117,7 +120,22 @@ typedef struct ForjaDecodeAttention {
   void* out; /* [heads, head_dim] bf16 */
 } ForjaDecodeAttention;
 
+/* out[r] = norm(x[r]) (+ residual[r]) for each of `rows` rows of d values: the RMSNorm of each row, Llama's
+ * (bf16(bf16(x·r) · weight)) or Gemma's (bf16(x·r·(1 + weight)), unit_offset), rounded to bf16, then added
+ * to the residual and rounded again: the per-head q/k norms, Gemma's norms after attention and the MLP with
+ * the residual add that follows them, the final norm. One block per row. */
+typedef struct ForjaDecodeRmsNorm {
+  int64_t rows, d;      /* >= 1; d <= 32768 */
+  const void* x;        /* [rows, d] bf16 */
+  const void* weight;   /* [d] bf16 */
+  float eps;            /* >= 0 */
+  int unit_offset;      /* 0: Llama's RMSNorm; 1: Gemma's */
+  const void* residual; /* [rows, d] bf16 or NULL */
+  void* out;            /* [rows, d] bf16; may equal x or residual (each element read before written) */
+} ForjaDecodeRmsNorm;
+
 int forja_decode_gemv_bf16(const ForjaDecodeGemv* p, cudaStream_t stream);
+int forja_decode_rms_norm_bf16(const ForjaDecodeRmsNorm* p, cudaStream_t stream);
 int forja_decode_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t stream);
 int forja_decode_rope_kv_bf16(const ForjaDecodeRopeKv* p, cudaStream_t stream);
 int forja_decode_attention_bf16(const ForjaDecodeAttention* p, cudaStream_t stream);
@@ -133,6 +151,7 @@ int forja_decode_gemv_bf16_ref(const ForjaDecodeGemv* p);
 int forja_decode_gemv_nf4_ref(const ForjaDecodeGemvNf4* p);
 int forja_decode_rope_kv_bf16_ref(const ForjaDecodeRopeKv* p);
 int forja_decode_attention_bf16_ref(const ForjaDecodeAttention* p);
+int forja_decode_rms_norm_bf16_ref(const ForjaDecodeRmsNorm* p);
 
 /* NULL when the struct is usable, else a static message naming the problem (the device pointers are only
  * checked for NULL; the position is not read). */
@@ -140,6 +159,7 @@ const char* forja_decode_gemv_check(const ForjaDecodeGemv* p);
 const char* forja_decode_gemv_nf4_check(const ForjaDecodeGemvNf4* p);
 const char* forja_decode_rope_kv_check(const ForjaDecodeRopeKv* p);
 const char* forja_decode_attention_check(const ForjaDecodeAttention* p);
+const char* forja_decode_rms_norm_check(const ForjaDecodeRmsNorm* p);
 
 #ifdef __cplusplus
 }
