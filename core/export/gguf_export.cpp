@@ -259,7 +259,7 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   w.set(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
   w.set(arch + ".attention.head_count", static_cast<uint32_t>(c.num_heads));
   w.set(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
-  if (arch == "gpt2") {
+  if (a.block == Block::Gpt2) {
     w.set(arch + ".attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
   } else {
     w.set(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_kv_heads));
@@ -370,7 +370,7 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
     w.write(out_file);
     return fs::file_size(out_file);
   };
-  if (arch == "gpt2") {
+  if (a.block == Block::Gpt2) {
     add_gpt2_tensors(c, take, add);
     return write();
   }

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "causal_lm.h"
+#include "forja/architecture.h"
 #include "forja/error.h"
 #include "infer_compat.h"
 #include "layers.h"
@@ -119,9 +120,8 @@ Decoder::Decoder(const CausalLM& model, int64_t capacity, int64_t kv_heads, int6
       head_dim_(head_dim) {
   // The tie decides, as in transformers: a tied model's head is its embedding even if lm_head.weight was
   // saved.
-  const bool gpt2 = config_.family == Family::Gpt2;
   if (config_.tie_word_embeddings || !detail::has_param(model, "lm_head.weight"))
-    head_ = detail::param(model, gpt2 ? "transformer.wte.weight" : "model.embed_tokens.weight");
+    head_ = detail::param(model, std::string(architecture(config_.family).embedding));
   else
     head_ = detail::param(model, "lm_head.weight");
   slot_index_ = at::arange(capacity, at::TensorOptions().dtype(at::kLong).device(device_));
@@ -134,8 +134,8 @@ Decoder::Decoder(const CausalLM& model, int64_t capacity, int64_t kv_heads, int6
 
 std::unique_ptr<Decoder> Decoder::create(CausalLM& model, int64_t capacity) {
   if (capacity <= 0) throw Error("the KV cache needs a positive capacity, got " + std::to_string(capacity));
-  return model.config().family == Family::Gpt2 ? make_gpt2_decoder(model, capacity)
-                                               : make_llama_decoder(model, capacity);
+  return architecture(model.config().family).block == Block::Gpt2 ? make_gpt2_decoder(model, capacity)
+                                                                  : make_llama_decoder(model, capacity);
 }
 
 at::Tensor Decoder::prefill(const at::Tensor& ids, int64_t start, bool all_logits) {

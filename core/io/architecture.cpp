@@ -76,7 +76,11 @@ const std::vector<Architecture>& architectures() {
        .model_type = "gpt2",
        .models = "GPT-2",
        .gguf_arch = "gpt2",
-       .projections = {"c_attn", "c_proj", "c_fc"}},
+       .projections = {"c_attn", "c_proj", "c_fc"},
+       .block = Block::Gpt2,
+       .embedding = "transformer.wte.weight",
+       .optional_prefix = "transformer.",
+       .nf4_base = false},
   };
   return table;
 }

@@ -12,7 +12,7 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 // Parameters of one decoder layer's projections: (in, out) per target name.
 std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> projections(const ModelShape& s) {
   const int64_t q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
-  if (s.gpt2)
+  if (s.block == Block::Gpt2)
     return {{"c_attn", {s.hidden, 3 * s.hidden}},
             {"c_proj", {s.hidden, s.hidden}},  // attention's output projection
             {"c_fc", {s.hidden, s.intermediate}},
@@ -44,9 +44,8 @@ int64_t count_parameters(const ModelShape& s) {
 
 ModelShape model_shape(const ModelInfo& info) {
   ModelShape s;
-  s.gpt2 = info.family == "gpt2";
   for (const auto& a : architectures())
-    if (a.name == info.family) s.fused = a.fused_projections;
+    if (a.name == info.family) s.block = a.block, s.fused = a.fused_projections, s.nf4_base = a.nf4_base;
   s.layers = info.layers;
   s.hidden = info.hidden_size;
   s.intermediate = info.intermediate_size;
@@ -60,7 +59,9 @@ ModelShape model_shape(const ModelInfo& info) {
 
 ModelShape model_shape(const ModelConfig& c) {
   ModelShape s;
-  s.gpt2 = c.family == Family::Gpt2;
+  const Architecture& a = architecture(c.family);
+  s.block = a.block;
+  s.nf4_base = a.nf4_base;
   s.fused = c.fused_projections;
   s.layers = c.num_layers;
   s.hidden = c.hidden_size;
@@ -124,7 +125,7 @@ MemoryEstimate estimate_chat_memory(const ModelShape& s, int64_t context, bool n
   m.weights = base_weight_bytes(s, nf4_base, true);
   if (nf4_base)  // the decoder's fp32 copy of every block's absmax
     m.weights += 4 * ((projection_parameters(s) + 63) / 64);
-  const int64_t kv_width = s.gpt2 ? s.hidden : s.kv_heads * s.head_dim;
+  const int64_t kv_width = s.block == Block::Gpt2 ? s.hidden : s.kv_heads * s.head_dim;
   m.activations = 2 * s.layers * kv_width * context * 2;  // K and V, bf16
   m.workspace = 4 * s.vocab;                              // fp32 logits of one token
   m.cuda_context = 600 * kMiB;

@@ -44,7 +44,7 @@ ModelInfo inspect_model(const fs::path& dir) {
   info.context_length = c.max_position_embeddings;
   info.vocab_size = c.vocab_size;
   info.tied_embeddings = c.tie_word_embeddings;
-  if (c.family != Family::Gpt2) {
+  if (architecture(c.family).block == Block::Llama) {  // GPT-2's positions are learned
     info.rope =
         c.rope.type == "default" ? "theta " + format_number(c.rope.theta)
         : c.rope.type == "longrope"

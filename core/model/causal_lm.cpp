@@ -8,6 +8,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/cuda.h>
 
+#include "forja/architecture.h"
 #include "forja/checkpoint.h"
 #include "forja/error.h"
 #include "gpt2.h"
@@ -83,7 +84,7 @@ at::Tensor recompute_in_backward(std::function<at::Tensor(const at::Tensor&)> bl
 
 std::shared_ptr<CausalLM> make_causal_lm(const ModelConfig& config, WeightProvider& weights) {
   std::shared_ptr<CausalLM> m;
-  if (config.family == Family::Gpt2)
+  if (architecture(config.family).block == Block::Gpt2)
     m = std::make_shared<Gpt2Model>(config, weights);
   else
     m = std::make_shared<LlamaModel>(config, weights);
@@ -120,14 +121,16 @@ std::shared_ptr<CausalLM> load_causal_lm(const fs::path& model_dir, const LoadOp
   ModelConfig config = parse_model_config(config_path);
   io::Checkpoint ckpt = io::Checkpoint::open(model_dir);
   const at::ScalarType dtype = options.dtype.value_or(dominant_dtype(ckpt));
-  CheckpointWeights weights(ckpt, dtype, options.device, config.family == Family::Gpt2 ? "transformer." : "");
+  const Architecture& arch = architecture(config.family);
+  CheckpointWeights weights(ckpt, dtype, options.device, std::string(arch.optional_prefix));
 
   // QLoRA: quantize the projections as they are read, or take them from the cache.
   std::optional<quant::Nf4Cache> cache, record;
   if (options.nf4) {
-    if (config.family == Family::Gpt2)
-      throw_file_error(model_dir.string(), "a 4-bit (NF4) base is not supported for GPT-2 models yet",
-                       "Train GPT-2 with base_quant = none, or use a Llama-family model for QLoRA.");
+    if (!arch.nf4_base)
+      throw_file_error(model_dir.string(),
+                       "a 4-bit (NF4) base is not supported for " + std::string(arch.models) + " models yet",
+                       "Train it with base_quant = none, or use a Llama-family model for QLoRA.");
     weights.set_nf4(options.nf4);
     const std::string source = nf4_cache_source(ckpt, *options.nf4);
     auto note = [&](const std::string& text) {

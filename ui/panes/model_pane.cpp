@@ -301,7 +301,8 @@ void ModelPane::show_model(const forja::ModelInfo& info) {
   facts_[QStringLiteral("chat_memory")]->setText(
       tr("about %1 (bf16, %2 tokens of context)")
           .arg(format_bytes(forja::estimate_chat_memory(shape, context).total()), number(context)));
-  // The common LoRA recipe: r16 on the 7 projections, 4 × 1024 tokens, or the model's whole context when shorter.
+  // The common LoRA recipe: r16 on the 7 projections, 4 × 1024 tokens, or the model's whole context when
+  // shorter.
   forja::TrainShape train;
   if (info.context_length > 0) train.seq_len = std::min<int64_t>(train.seq_len, info.context_length);
   forja::TrainShape checkpointed = train;
@@ -310,7 +311,7 @@ void ModelPane::show_model(const forja::ModelInfo& info) {
                            .arg(format_bytes(forja::estimate_train_memory(shape, train).total()),
                                 number(train.lora_rank), number(train.batch_size), number(train.seq_len),
                                 format_bytes(forja::estimate_train_memory(shape, checkpointed).total()));
-  if (!shape.gpt2) {  // QLoRA: Llama-family models
+  if (shape.nf4_base) {
     forja::TrainShape qlora = checkpointed;
     qlora.nf4_base = true;
     train_text += tr("; %1 with a 4-bit base (QLoRA) and checkpointing")

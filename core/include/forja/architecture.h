@@ -12,6 +12,11 @@
 
 namespace forja {
 
+// The layer computation a family shares, each in its block file: the Llama family's pre-norm RoPE block with
+// a gated MLP (model/llama.cpp, infer/decoder_llama.cpp), or GPT-2's LayerNorm block with learned positions
+// and Conv1D weights (model/gpt2.cpp, infer/decoder_gpt2.cpp).
+enum class Block { Llama, Gpt2 };
+
 struct Architecture {
   Family family;
   std::string_view name;        // family_name(): "llama", "qwen3", ...
@@ -27,6 +32,12 @@ struct Architecture {
   // One layer's projections as PEFT names them, attention's first: the LoRA targets a user may pick, and the
   // ones the Train pane offers by default.
   std::vector<std::string> projections;
+  Block block = Block::Llama;
+  // Checkpoint names: the token embedding (the head when tied), and a prefix that checkpoints saved from the
+  // bare model leave out (GPT2Model's "transformer.").
+  std::string_view embedding = "model.embed_tokens.weight";
+  std::string_view optional_prefix = {};
+  bool nf4_base = true;  // QLoRA's 4-bit base is implemented for its projections
 };
 
 const std::vector<Architecture>& architectures();

@@ -8,14 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "forja/architecture.h"
 #include "forja/model_config.h"
 #include "forja/model_info.h"
 
 namespace forja {
 
 struct ModelShape {
-  bool gpt2 = false;
-  bool fused = false;  // one qkv_proj and one gate_up_proj per layer (Phi-3): LoRA adapts them whole
+  Block block = Block::Llama;
+  bool fused = false;    // one qkv_proj and one gate_up_proj per layer (Phi-3): LoRA adapts them whole
+  bool nf4_base = true;  // a 4-bit base (QLoRA) is possible
   int64_t layers = 0, hidden = 0, intermediate = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
   int64_t parameters = 0;  // 0: counted from the shape
 };
