@@ -1,6 +1,6 @@
-// forja-cli bench decode --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b|gemma2_2b [--prompt 128] [--new
-// 256] [--runs 3]
-//                        [--graphs on|off] [--base-quant none|nf4] [--json]
+// forja-cli bench decode --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b|gemma2_2b
+//                        [--prompt 128] [--new 256] [--runs 3] [--graphs on|off] [--base-quant none|nf4]
+//                        [--json]
 // Batch-1 greedy decode at a real model shape (forja::bench::decode): decode tokens/s, time to the first
 // token, and the roofline from the copy bandwidth measured in the same run. bench/decode_bench.py runs
 // transformers' generate in the same run and prints the side-by-side table.
@@ -75,6 +75,5 @@ int run_decode_bench(Args& args) {
 
 FORJA_BENCH(decode, "Batch-1 decode tok/s, time to first token and roofline at a real model shape",
             "bench decode --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b|gemma2_2b [--prompt N] [--new N] "
-            "[--runs R] "
-            "[--graphs on|off] [--base-quant none|nf4] [--json]",
+            "[--runs R] [--graphs on|off] [--base-quant none|nf4] [--json]",
             forja::cli::run_decode_bench);

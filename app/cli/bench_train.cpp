@@ -1,6 +1,6 @@
-// forja-cli bench train --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b|gemma2_2b [--batch 8] [--seq 1024]
-// [--steps 10]
-//                       [--warmup 3] [--recompute off|on|selective] [--base-quant none|nf4] [--json]
+// forja-cli bench train --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b|gemma2_2b
+//                       [--batch 8] [--seq 1024] [--steps 10] [--warmup 3] [--recompute off|on|selective]
+//                       [--base-quant none|nf4] [--json]
 // LoRA training throughput at a real model shape without its weights (forja::bench::train), with the settings
 // of bench/hf_peft_baseline.py, so that bench/train_bench.sh can put both numbers side by side.
 #include <cstdio>
@@ -65,6 +65,5 @@ int run_bench_train(Args& args) {
 
 FORJA_BENCH(train, "LoRA training tokens/s and peak GPU memory at a real shape (random weights)",
             "bench train --shape tinyllama|mistral7b|qwen3_1_7b|gemma3_1b|gemma2_2b [--batch 8] [--seq 1024] "
-            "[--steps 10] "
-            "[--recompute on|selective] [--base-quant none|nf4] [--json]",
+            "[--steps 10] [--recompute on|selective] [--base-quant none|nf4] [--json]",
             forja::cli::run_bench_train);

@@ -26,21 +26,14 @@ struct DTypeEntry {
   std::string_view name;
   size_t size;
 };
-constexpr std::array<DTypeEntry, 15> kDTypes{{{DType::BOOL, "BOOL", 1},
-                                              {DType::U8, "U8", 1},
-                                              {DType::I8, "I8", 1},
-                                              {DType::I16, "I16", 2},
-                                              {DType::U16, "U16", 2},
-                                              {DType::F16, "F16", 2},
-                                              {DType::BF16, "BF16", 2},
-                                              {DType::I32, "I32", 4},
-                                              {DType::U32, "U32", 4},
-                                              {DType::F32, "F32", 4},
-                                              {DType::F64, "F64", 8},
-                                              {DType::I64, "I64", 8},
-                                              {DType::U64, "U64", 8},
-                                              {DType::F8_E4M3, "F8_E4M3", 1},
-                                              {DType::F8_E5M2, "F8_E5M2", 1}}};
+constexpr std::array<DTypeEntry, 15> kDTypes{{{DType::BOOL, "BOOL", 1},   {DType::U8, "U8", 1},
+                                               {DType::I8, "I8", 1},       {DType::I16, "I16", 2},
+                                               {DType::U16, "U16", 2},     {DType::F16, "F16", 2},
+                                               {DType::BF16, "BF16", 2},   {DType::I32, "I32", 4},
+                                               {DType::U32, "U32", 4},     {DType::F32, "F32", 4},
+                                               {DType::F64, "F64", 8},     {DType::I64, "I64", 8},
+                                               {DType::U64, "U64", 8},     {DType::F8_E4M3, "F8_E4M3", 1},
+                                               {DType::F8_E5M2, "F8_E5M2", 1}}};
 
 const DTypeEntry& entry(DType d) {
   for (const auto& e : kDTypes)
@@ -55,18 +48,13 @@ uint64_t read_u64_le(const uint8_t* p) {
 }
 
 [[noreturn]] void bad(const std::string& path, const std::string& problem) {
-  throw_file_error(path, problem,
-                   "The file is not a valid safetensors checkpoint; download or export it again.");
+  throw_file_error(path, problem, "The file is not a valid safetensors checkpoint; download or export it again.");
 }
 
 }  // namespace
 
-size_t dtype_size(DType dtype) {
-  return entry(dtype).size;
-}
-std::string_view dtype_name(DType dtype) {
-  return entry(dtype).name;
-}
+size_t dtype_size(DType dtype) { return entry(dtype).size; }
+std::string_view dtype_name(DType dtype) { return entry(dtype).name; }
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& e : kDTypes)
     if (e.name == name) return e.dtype;
@@ -148,21 +136,18 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(data_, size_);
 }
 
-SafetensorsFile SafetensorsFile::open(const fs::path& path) {
-  return parse(MappedFile::open(path), path.string());
-}
+SafetensorsFile SafetensorsFile::open(const fs::path& path) { return parse(MappedFile::open(path), path.string()); }
 
 SafetensorsFile SafetensorsFile::parse(std::shared_ptr<MappedFile> mapping, const std::string& path) {
   const uint64_t file_size = mapping->size();
-  if (file_size < 8)
-    bad(path, "too small to be a safetensors file (" + std::to_string(file_size) + " bytes)");
+  if (file_size < 8) bad(path, "too small to be a safetensors file (" + std::to_string(file_size) + " bytes)");
   const uint64_t header_len = read_u64_le(mapping->data());
   if (header_len > kMaxHeaderBytes)
-    bad(path, "header length " + std::to_string(header_len) + " exceeds the " +
-                  std::to_string(kMaxHeaderBytes) + "-byte limit (corrupt file?)");
+    bad(path, "header length " + std::to_string(header_len) + " exceeds the " + std::to_string(kMaxHeaderBytes) +
+         "-byte limit (corrupt file?)");
   if (header_len > file_size - 8)
     bad(path, "header length " + std::to_string(header_len) + " runs past the end of the file (" +
-                  std::to_string(file_size) + " bytes): the file is truncated");
+         std::to_string(file_size) + " bytes): the file is truncated");
   const char* hbegin = reinterpret_cast<const char*>(mapping->data() + 8);
   json header;
   try {
@@ -202,8 +187,7 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<MappedFile> mapping, cons
     for (const auto& d : v["shape"]) {
       if (!d.is_number_unsigned()) bad(path, where + "shape entries must be non-negative integers");
       uint64_t dim = d.get<uint64_t>();
-      if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / dim)
-        bad(path, where + "shape overflows");
+      if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / dim) bad(path, where + "shape overflows");
       numel *= dim;
       t.shape.push_back(static_cast<int64_t>(dim));
     }
@@ -216,12 +200,10 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<MappedFile> mapping, cons
     if (numel > std::numeric_limits<uint64_t>::max() / esz) bad(path, where + "shape overflows");
     if (t.end - t.begin != numel * esz)
       bad(path, where + "data_offsets span " + std::to_string(t.end - t.begin) + " bytes but " +
-                    std::string(dtype_name(t.dtype)) + " with this shape needs " +
-                    std::to_string(numel * esz));
+           std::string(dtype_name(t.dtype)) + " with this shape needs " + std::to_string(numel * esz));
     if (t.end > f.data_size_)
       bad(path, where + "data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-                    "] go past the end of the data (" + std::to_string(f.data_size_) +
-                    " bytes): the file is truncated");
+           "] go past the end of the data (" + std::to_string(f.data_size_) + " bytes): the file is truncated");
     f.tensors_.push_back(std::move(t));
   }
   // The buffer must be covered exactly: sorted by offset, each tensor starts where the previous one ended.
@@ -233,8 +215,7 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<MappedFile> mapping, cons
   uint64_t pos = 0;
   for (const TensorInfo* t : by_offset) {
     if (t->begin < pos) bad(path, "tensor '" + t->name + "' overlaps the tensor before it");
-    if (t->begin > pos)
-      bad(path, "a gap of " + std::to_string(t->begin - pos) + " bytes before tensor '" + t->name + "'");
+    if (t->begin > pos) bad(path, "a gap of " + std::to_string(t->begin - pos) + " bytes before tensor '" + t->name + "'");
     pos = t->end;
   }
   if (pos != f.data_size_)
