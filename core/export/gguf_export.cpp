@@ -28,13 +28,17 @@ std::string bytes_of(const at::Tensor& t, io::GgufType type) {
   return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
 }
 
-// A tensor's bytes in the file: as it is in F32 / F16 / BF16, or quantized from its fp32 values.
-std::string tensor_bytes(const at::Tensor& t, io::GgufType type, bool quantized, const std::string& name) {
+// A tensor's bytes in the file: as it is in F32 / F16 / BF16, or quantized from its fp32 values, which are
+// converted into `scratch`: one buffer for the whole file, so its pages are faulted in once, not per tensor.
+std::string tensor_bytes(const at::Tensor& t, io::GgufType type, bool quantized, const std::string& name,
+                         std::vector<float>& scratch) {
   if (!quantized || type == io::GgufType::F32) return bytes_of(t, type);
-  const at::Tensor f = t.detach().to(at::kCPU).to(at::kFloat).contiguous();
-  const int64_t cols = f.size(-1);
-  return quant::quantize_rows(type, {f.data_ptr<float>(), static_cast<size_t>(f.numel())}, f.numel() / cols,
-                              cols, "GGUF tensor " + name);
+  const auto n = static_cast<size_t>(t.numel());
+  if (scratch.size() < n) scratch.resize(n);
+  at::from_blob(scratch.data(), t.sizes(), at::kFloat).copy_(t.detach());
+  const int64_t cols = t.size(-1);
+  return quant::quantize_rows(type, {scratch.data(), n}, static_cast<int64_t>(n) / cols, cols,
+                              "GGUF tensor " + name);
 }
 
 // What the exporter does to a checkpoint tensor before writing it (a reordering, a scale), applied when that
@@ -353,13 +357,14 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
     std::vector<quant::MixTensor> mix;
     for (const Source& s : tensors) mix.push_back({s.name, s.tensor.sizes().vec()});
     const std::vector<io::GgufType> types = quant::assign_quant_types(file_type, mix, c.num_layers);
+    std::vector<float> scratch;
     for (size_t i = 0; i < tensors.size(); ++i) {
       const io::GgufType tt = types[i];
       const Source& s = tensors[i];
-      w.add_tensor({s.name, s.tensor.sizes().vec(), tt, [&s, tt, i, quantized, &on_tensor, &w] {
+      w.add_tensor({s.name, s.tensor.sizes().vec(), tt, [&s, tt, i, quantized, &on_tensor, &w, &scratch] {
                       if (on_tensor) on_tensor(i, w.tensor_count());
-                      const std::string bytes =
-                          tensor_bytes(s.transform ? s.transform(s.tensor) : s.tensor, tt, quantized, s.name);
+                      const std::string bytes = tensor_bytes(s.transform ? s.transform(s.tensor) : s.tensor,
+                                                             tt, quantized, s.name, scratch);
                       // Done with this checkpoint tensor: its pages of the mapped file need not stay
                       // resident.
                       if (s.tensor.device().is_cpu())

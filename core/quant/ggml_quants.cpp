@@ -41,6 +41,14 @@ int nearest_int(float x) {
   return static_cast<int>(std::bit_cast<uint32_t>(v) & 0x007fffff) - 0x00400000;
 }
 
+// roundf (halves away from zero) for |v| < 2^31, as an integer and without a call into libm: the truncation
+// and v - t are exact, so the comparisons decide as roundf does. No branches: the data would mispredict them.
+int32_t round_away(float v) {
+  const int32_t t = static_cast<int32_t>(v);
+  const float r = v - static_cast<float>(t);
+  return t + static_cast<int32_t>(r >= 0.5f) - static_cast<int32_t>(r <= -0.5f);
+}
+
 // The value of largest magnitude (the first such, with its sign) and that magnitude.
 void absmax(const float* x, int n, float& amax, float& max) {
   amax = 0.0f;
@@ -108,12 +116,15 @@ void q5_1_block(const float* x, uint8_t* y) {
 }
 
 void q8_0_block(const float* x, uint8_t* y) {
-  float amax = 0.0f;
-  for (int j = 0; j < kQK; j++) amax = std::max(amax, std::fabs(x[j]));
+  // The largest magnitude, in four independent chains (a maximum is the same in any order).
+  float m[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int j = 0; j < kQK; j += 4)
+    for (int k = 0; k < 4; ++k) m[k] = std::max(m[k], std::fabs(x[j + k]));
+  const float amax = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
   const float d = amax / ((1 << 7) - 1);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   put16(y, h(d));
-  for (int j = 0; j < kQK; ++j) y[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
+  for (int j = 0; j < kQK; ++j) y[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(round_away(x[j] * id)));
 }
 
 // Codes 0..nmax with a scale and a (non-positive) offset that minimise the weighted error, by trying a
