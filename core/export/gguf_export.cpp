@@ -343,7 +343,7 @@ uint64_t write_gguf(const CausalLM& model, const fs::path& model_dir, const fs::
   // tied, how many layers).
   struct Source {
     std::string name;
-    at::Tensor tensor;    // as the checkpoint holds it (a view of the mapped file)
+    at::Tensor tensor;  // as the model holds it (a view of the mapped checkpoint, unless merged or converted)
     Transform transform;  // shape-preserving
   };
   std::vector<Source> tensors;
