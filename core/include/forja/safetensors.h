@@ -1,9 +1,9 @@
 // safetensors: reading (memory-mapped, validated) and writing (atomic).
 //
 // Format (https://github.com/huggingface/safetensors): 8-byte little-endian header length N, N bytes of JSON
-// {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {str: str}}, then
-// the data buffer; offsets are relative to the buffer, which the tensors must cover exactly (no holes, no
-// overlaps). No LibTorch here: tensors are views of bytes; core/model turns them into tensors.
+// {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {str: str}}, then the
+// data buffer; offsets are relative to the buffer, which the tensors must cover exactly (no holes, no overlaps).
+// No LibTorch here: tensors are views of bytes; core/model turns them into tensors.
 #pragma once
 
 #include <cstdint>
