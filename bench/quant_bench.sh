@@ -18,17 +18,7 @@ types=${TYPES:-q8_0 q4_k_m}
 if [[ -n ${WORK:-} ]]; then work=$WORK; mkdir -p "$work"; else work=$(mktemp -d); trap 'rm -rf "$work"' EXIT; fi
 threads=$(nproc)
 
-if [[ ! -d $work/node_modules/node-llama-cpp ]]; then
-  (cd "$work" && npm init -y >/dev/null && npm install --ignore-scripts --omit=optional node-llama-cpp@3.22.1 \
-    @node-llama-cpp/linux-x64@3.22.1 >/dev/null)
-fi
-lib="$work/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
-if [[ ! -x $work/llama_quantize ]]; then
-  rm -rf "$work/llama.cpp"
-  git clone -q "$work/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$work/llama.cpp" 2>/dev/null
-  gcc -O2 -I"$work/llama.cpp/include" -I"$work/llama.cpp/ggml/include" "$root/tests/fixtures/gguf/llama_quantize.c" \
-    -o "$work/llama_quantize" "$lib"/libllama.v*.so "$lib"/libggml.v*.so "$lib/libggml-base.so" -Wl,-rpath,"$lib"
-fi
+bash "$root/tests/fixtures/gguf/llama_cpp_setup.sh" "$work"
 cp "$root/bench/gguf_kl.mjs" "$work/"
 
 # Drops the model's and the GGUF files' pages from the page cache (written back first), so that every measured
