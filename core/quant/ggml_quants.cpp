@@ -127,123 +127,149 @@ void q8_0_block(const float* x, uint8_t* y) {
   for (int j = 0; j < kQK; ++j) y[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(round_away(x[j] * id)));
 }
 
+// The K types search each sub-block's scale with the same float operations on every sub-block, so the
+// search runs on several sub-blocks at once: one vector lane per sub-block, each lane doing the scalar
+// algorithm's operations in its order (the bytes stay llama-quantize's). GCC/Clang vectors as wide as the
+// target's registers (wider ones are split, and their selects scalarised). Lane masks are all-ones / zeros.
+#if defined(__AVX__)
+using FV = float __attribute__((vector_size(32)));
+#else
+using FV = float __attribute__((vector_size(16)));
+#endif
+using IV = decltype(FV{} < FV{});
+constexpr int kLanes = sizeof(FV) / sizeof(float);
+
+template <class V, class S>
+V splat(S s) {
+  return V{} + s;
+}
+template <class V, class I>
+V select(I mask, V a, V b) {
+  return (V)((mask & (I)a) | (~mask & (I)b));
+}
+// max(lo, min(hi, nearest_int(x))) per lane, as a float. The clamp compares floats (exact: the integers
+// are below 2^23), which every x86-64 has in SIMD; integer min / max would need SSE4.1.
+template <class F>
+F codes_lanes(F x, int lo, int hi) {
+  using I = decltype(x < x);
+  const F v = x + splat<F>(12582912.f);
+  F l = __builtin_convertvector(((I)v & splat<I>(0x007fffff)) - splat<I>(0x00400000), F);
+  const F flo = splat<F>(static_cast<float>(lo)), fhi = splat<F>(static_cast<float>(hi));
+  l = select(l < flo, flo, l);
+  return select(l > fhi, fhi, l);
+}
+
 // Codes 0..nmax with a scale and a (non-positive) offset that minimise the weighted error, by trying a
-// range of scales around nmax/(max-min) and the least-squares fit of each (ggml's make_qkx2_quants).
-// Returns the scale; *neg_min is minus the offset.
-float affine_codes(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* neg_min,
-                   uint8_t* Laux, float rmin, float rdelta, int nstep) {
-  float min = x[0], max = x[0];
-  float sum_w = weights[0];
-  float sum_x = sum_w * x[0];
+// range of scales around nmax/(max-min) and the least-squares fit of each (ggml's make_qkx2_quants), for one
+// sub-block per lane: x[i] and weights[i] hold value i of every lane's sub-block. *neg_min is minus the
+// offset.
+template <class F>
+void affine_codes(int n, int nmax, const F* x, const F* weights, F* L, F* scale_out, F* neg_min, float rmin,
+                  float rdelta, int nstep) {
+  using I = decltype(x[0] < x[0]);
+  const F zero = {};
+  F min = x[0], max = x[0];
+  F sum_w = weights[0];
+  F sum_x = sum_w * x[0];
   for (int i = 1; i < n; ++i) {
-    if (x[i] < min) min = x[i];
-    if (x[i] > max) max = x[i];
-    const float w = weights[i];
+    min = select(x[i] < min, x[i], min);
+    max = select(x[i] > max, x[i], max);
+    const F w = weights[i];
     sum_w += w;
     sum_x += w * x[i];
   }
-  if (min > 0) min = 0;
-  if (max == min) {
-    for (int i = 0; i < n; ++i) L[i] = 0;
-    *neg_min = -min;
-    return 0.f;
-  }
-  float iscale = nmax / (max - min);
-  float scale = 1 / iscale;
-  float best_error = 0;
+  min = select(min > zero, zero, min);
+  // A flat sub-block gets codes 0 and scale 0 (its lanes compute garbage below, never kept).
+  const I flat = max == min;
+  F iscale = splat<F>(static_cast<float>(nmax)) / (max - min);
+  F scale = splat<F>(1.f) / iscale;
+  F best_error = zero;
   for (int i = 0; i < n; ++i) {
-    const int l = nearest_int(iscale * (x[i] - min));
-    L[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
-    float diff = scale * L[i] + min - x[i];
+    L[i] = codes_lanes(iscale * (x[i] - min), 0, nmax);
+    F diff = scale * L[i] + min - x[i];
     diff = diff * diff;
     best_error += weights[i] * diff;
   }
+  F Laux[32];
   for (int is = 0; is <= nstep; ++is) {
-    iscale = (rmin + rdelta * is + nmax) / (max - min);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    iscale = splat<F>(rmin + rdelta * is + nmax) / (max - min);
+    F sum_l = zero, sum_l2 = zero, sum_xl = zero;
     for (int i = 0; i < n; ++i) {
-      int l = nearest_int(iscale * (x[i] - min));
-      l = std::max(0, std::min(nmax, l));
-      Laux[i] = static_cast<uint8_t>(l);
-      const float w = weights[i];
+      Laux[i] = codes_lanes(iscale * (x[i] - min), 0, nmax);
+      const F l = Laux[i];
+      const F w = weights[i];
       sum_l += w * l;
       sum_l2 += w * l * l;
       sum_xl += w * l * x[i];
     }
-    const float D = sum_w * sum_l2 - sum_l * sum_l;
-    if (D > 0) {
-      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-      if (this_min > 0) {
-        this_min = 0;
-        this_scale = sum_xl / sum_l2;
-      }
-      float cur_error = 0;
-      for (int i = 0; i < n; ++i) {
-        float diff = this_scale * Laux[i] + this_min - x[i];
-        diff = diff * diff;
-        cur_error += weights[i] * diff;
-      }
-      if (cur_error < best_error) {
-        for (int i = 0; i < n; ++i) L[i] = Laux[i];
-        best_error = cur_error;
-        scale = this_scale;
-        min = this_min;
-      }
+    const F D = sum_w * sum_l2 - sum_l * sum_l;
+    F this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+    F this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+    const I positive = this_min > zero;
+    this_min = select(positive, zero, this_min);
+    this_scale = select(positive, sum_xl / sum_l2, this_scale);
+    F cur_error = zero;
+    for (int i = 0; i < n; ++i) {
+      F diff = this_scale * Laux[i] + this_min - x[i];
+      diff = diff * diff;
+      cur_error += weights[i] * diff;
     }
+    const I better = (D > zero) & (cur_error < best_error) & ~flat;
+    for (int i = 0; i < n; ++i) L[i] = select(better, Laux[i], L[i]);
+    best_error = select(better, cur_error, best_error);
+    scale = select(better, this_scale, scale);
+    min = select(better, this_min, min);
   }
+  for (int i = 0; i < n; ++i) L[i] = select(flat, zero, L[i]);
+  *scale_out = select(flat, zero, scale);
   *neg_min = -min;
-  return scale;
 }
 
 // Symmetric codes -nmax..nmax-1 (stored +nmax) with the scale of least x²-weighted error over 19 trial
-// scales (ggml's make_qx_quants with rmse_type 1).
-float symmetric_codes(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
+// scales (ggml's make_qx_quants with rmse_type 1), for one sub-block per lane as above.
+template <class F>
+F symmetric_codes(int n, int nmax, const F* x, F* L) {
+  using I = decltype(x[0] < x[0]);
+  const F zero = {};
+  F max = zero, amax = zero;
   for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
+    const F ax = (F)((I)x[i] & splat<I>(0x7fffffff));
+    const I larger = ax > amax;
+    amax = select(larger, ax, amax);
+    max = select(larger, x[i], max);
   }
-  if (amax < kGroupMaxEps) {
-    for (int i = 0; i < n; ++i) L[i] = 0;
-    return 0.f;
-  }
-  float iscale = -nmax / max;
-  float sumlx = 0, suml2 = 0;
+  const I tiny = amax < splat<F>(kGroupMaxEps);
+  F iscale = splat<F>(static_cast<float>(-nmax)) / max;
+  F sumlx = zero, suml2 = zero;
+  const F offset = splat<F>(static_cast<float>(nmax));
   for (int i = 0; i < n; ++i) {
-    int l = nearest_int(iscale * x[i]);
-    l = std::max(-nmax, std::min(nmax - 1, l));
-    L[i] = static_cast<int8_t>(l + nmax);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
+    const F fl = codes_lanes(iscale * x[i], -nmax, nmax - 1);
+    L[i] = fl + offset;
+    const F w = x[i] * x[i];
+    sumlx += w * x[i] * fl;
+    suml2 += w * fl * fl;
   }
-  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-  float best = scale * sumlx;
+  F scale = select(suml2 != zero, sumlx / suml2, zero);
+  F best = scale * sumlx;
+  F Laux[32];
   for (int is = -9; is <= 9; ++is) {
     if (is == 0) continue;
-    iscale = -(nmax + 0.1f * is) / max;
-    sumlx = suml2 = 0;
+    iscale = splat<F>(-(nmax + 0.1f * is)) / max;
+    sumlx = suml2 = zero;
     for (int i = 0; i < n; ++i) {
-      int l = nearest_int(iscale * x[i]);
-      l = std::max(-nmax, std::min(nmax - 1, l));
-      const float w = x[i] * x[i];
-      sumlx += w * x[i] * l;
-      suml2 += w * l * l;
+      Laux[i] = codes_lanes(iscale * x[i], -nmax, nmax - 1);
+      const F w = x[i] * x[i];
+      const F fl = Laux[i];
+      sumlx += w * x[i] * fl;
+      suml2 += w * fl * fl;
     }
-    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) {
-        const int l = nearest_int(iscale * x[i]);
-        L[i] = static_cast<int8_t>(nmax + std::max(-nmax, std::min(nmax - 1, l)));
-      }
-      scale = sumlx / suml2;
-      best = scale * sumlx;
-    }
+    const I better = (suml2 > zero) & (sumlx * sumlx > best * suml2);
+    for (int i = 0; i < n; ++i) L[i] = select(better, Laux[i] + offset, L[i]);
+    scale = select(better, sumlx / suml2, scale);
+    best = select(better, scale * sumlx, best);
   }
-  return scale;
+  for (int i = 0; i < n; ++i) L[i] = select(tiny, zero, L[i]);
+  return select(tiny, zero, scale);
 }
 
 // The 6-bit scale and min of group j from the 12 packed bytes (K types).
@@ -260,17 +286,31 @@ void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
 // Q4_K and Q5_K share everything but the code range (nmax 15 / 31), the search and the packing.
 // y: d (2), dmin (2), scales (12), then the codes; L gets the 256 codes.
 void k_affine_superblock(const float* x, uint8_t* y, int nmax, float rmin, int nstep, uint8_t* L) {
-  uint8_t Laux[32];
-  float weights[32];
-  float mins[kQKK / 32];
-  float scales[kQKK / 32];
+  constexpr int kSub = kQKK / 32;
+  static_assert(kSub % kLanes == 0);
+  float mins[kSub];
+  float scales[kSub];
+  for (int g = 0; g < kSub; g += kLanes) {
+    // Lane j is sub-block g + j: xt[i][j] = x[32 (g + j) + i].
+    FV xt[32], weights[32], codes[32];
+    for (int j = 0; j < kLanes; ++j)
+      for (int i = 0; i < 32; ++i) xt[i][j] = x[32 * (g + j) + i];
+    FV sum_x2 = {};
+    for (int i = 0; i < 32; ++i) sum_x2 += xt[i] * xt[i];
+    const FV mean_x2 = sum_x2 / splat<FV>(32.f);
+    FV av_x;
+    for (int j = 0; j < kLanes; ++j) av_x[j] = std::sqrt(mean_x2[j]);
+    for (int i = 0; i < 32; ++i) weights[i] = av_x + (FV)((IV)xt[i] & splat<IV>(0x7fffffff));
+    FV scale_lanes, min_lanes;
+    affine_codes(32, nmax, xt, weights, codes, &scale_lanes, &min_lanes, rmin, 0.1f, nstep);
+    for (int j = 0; j < kLanes; ++j) {
+      scales[g + j] = scale_lanes[j];
+      mins[g + j] = min_lanes[j];
+      for (int i = 0; i < 32; ++i) L[32 * (g + j) + i] = static_cast<uint8_t>(codes[i][j]);
+    }
+  }
   float max_scale = 0, max_min = 0;
-  for (int j = 0; j < kQKK / 32; ++j) {
-    float sum_x2 = 0;
-    for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
-    const float av_x = std::sqrt(sum_x2 / 32);
-    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    scales[j] = affine_codes(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep);
+  for (int j = 0; j < kSub; ++j) {
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -347,16 +387,27 @@ void q5_k_block(const float* x, uint8_t* y) {
 
 // y: ql (128), qh (64), scales (16 int8), d (2).
 void q6_k_block(const float* x, uint8_t* y) {
+  constexpr int kSub = kQKK / 16;
+  static_assert(kSub % kLanes == 0);
   int8_t L[kQKK];
-  float scales[kQKK / 16];
+  float scales[kSub];
+  for (int g = 0; g < kSub; g += kLanes) {
+    // Lane j is sub-block g + j: xt[i][j] = x[16 (g + j) + i].
+    FV xt[16], codes[16];
+    for (int j = 0; j < kLanes; ++j)
+      for (int i = 0; i < 16; ++i) xt[i][j] = x[16 * (g + j) + i];
+    const FV scale_lanes = symmetric_codes(16, 32, xt, codes);
+    for (int j = 0; j < kLanes; ++j) {
+      scales[g + j] = scale_lanes[j];
+      for (int i = 0; i < 16; ++i) L[16 * (g + j) + i] = static_cast<int8_t>(codes[i][j]);
+    }
+  }
   float max_scale = 0, max_abs_scale = 0;
-  for (int ib = 0; ib < kQKK / 16; ++ib) {
-    const float scale = symmetric_codes(16, 32, x + 16 * ib, L + 16 * ib);
-    scales[ib] = scale;
-    const float abs_scale = std::fabs(scale);
+  for (int ib = 0; ib < kSub; ++ib) {
+    const float abs_scale = std::fabs(scales[ib]);
     if (abs_scale > max_abs_scale) {
       max_abs_scale = abs_scale;
-      max_scale = scale;
+      max_scale = scales[ib];
     }
   }
   std::memset(y, 0, 210);
