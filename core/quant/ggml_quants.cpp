@@ -41,9 +41,12 @@ int nearest_int(float x) {
   return static_cast<int>(std::bit_cast<uint32_t>(v) & 0x007fffff) - 0x00400000;
 }
 
-// roundf (halves away from zero) for |v| < 2^31, as an integer and without a call into libm: the truncation
-// and v - t are exact, so the comparisons decide as roundf does. No branches: the data would mispredict them.
+// roundf (halves away from zero) as an integer, without a call into libm: the truncation and v - t are
+// exact, so the comparisons decide as roundf does. No data-dependent branches: they would mispredict. Out of
+// int32's range (a block of subnormals, whose 1/d overflows to inf) or NaN, it is what ggml's float-to-int
+// conversion gives there on x86-64: INT32_MIN.
 int32_t round_away(float v) {
+  if (!(std::fabs(v) < 2147483648.0f)) return INT32_MIN;
   const int32_t t = static_cast<int32_t>(v);
   const float r = v - static_cast<float>(t);
   return t + static_cast<int32_t>(r >= 0.5f) - static_cast<int32_t>(r <= -0.5f);

@@ -48,7 +48,8 @@ json quant_expected() {
 }
 
 // make_synthetic_model.py's model (the same hash of index and name, the same values): a Llama with rows of
-// 256 and 512 values, so that the K types' super-blocks are used.
+// 256 and 512 values, so that the K types' super-blocks are used, with some zero, constant, non-negative,
+// tiny and subnormal sub-blocks among them.
 void write_synthetic_model(const fs::path& dir) {
   constexpr int64_t hidden = 256, mlp = 512, layers = 4, heads = 4, kv_heads = 2, vocab = 320;
   constexpr int64_t head_dim = hidden / heads;
@@ -97,6 +98,11 @@ void write_synthetic_model(const fs::path& dir) {
       const double u = static_cast<double>(x >> 8) * (1.0 / 16777216.0) - 0.5;
       const double value = shape.size() == 1     ? 1.0 + 0.125 * u
                            : (i / 256) % 97 == 5 ? 0.0
+                           : (i / 32) % 53 == 7  ? 0.0
+                           : (i / 32) % 59 == 11 ? -0.25
+                           : (i / 32) % 67 == 13 ? 0.0625 * u + 0.03125
+                           : (i / 32) % 71 == 17 ? 1e-20 * u
+                           : (i / 32) % 73 == 19 ? 1e-38 * u
                            : i % 61 == 0         ? 0.375 * u
                                                  : 0.0625 * u;
       v[static_cast<size_t>(i)] = static_cast<float>(value);

@@ -104,6 +104,15 @@ class TestGgmlQuant : public QObject {
     QCOMPARE(dequantized(GgufType::Q4_0, b), x);
   }
 
+  void subnormalQ8_0BlockIsWhatGgmlWrites() {
+    // amax / 127 is subnormal and its inverse overflows to inf: ggml's x * inf converts to int8 as 0 on
+    // x86-64 (the conversion of an out-of-range float gives INT32_MIN), and d rounds to fp16 zero.
+    std::vector<float> x(32);
+    for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16) * 1e-40f;
+    const std::string b = q::quantize_rows(GgufType::Q8_0, x, 1, 32, "t");
+    QCOMPARE(b, std::string(34, '\0'));
+  }
+
   void zerosStayZeros() {
     const std::vector<float> x(512, 0.0f);
     for (GgufType t : {GgufType::Q4_0, GgufType::Q5_0, GgufType::Q5_1, GgufType::Q8_0, GgufType::Q4_K,
