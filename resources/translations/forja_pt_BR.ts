@@ -1424,18 +1424,6 @@ Ajustado: %2</translation>
         <translation>Excluir do cache…</translation>
     </message>
     <message>
-        <source>Hugging Face cache</source>
-        <translation>Cache do Hugging Face</translation>
-    </message>
-    <message>
-        <source>%1 — %2%3</source>
-        <translation>%1 — %2%3</translation>
-    </message>
-    <message>
-        <source> (incomplete)</source>
-        <translation> (incompleto)</translation>
-    </message>
-    <message>
         <source>%1
 commit %2%3</source>
         <translation>%1
@@ -1539,6 +1527,50 @@ commit %2%3</translation>
     <message>
         <source>Model</source>
         <translation>Modelo</translation>
+    </message>
+    <message>
+        <source>Dtype</source>
+        <translation>Dtype</translation>
+    </message>
+    <message>
+        <source>Size</source>
+        <translation>Tamanho</translation>
+    </message>
+    <message>
+        <source>Supported</source>
+        <translation>Suportado</translation>
+    </message>
+    <message>
+        <source>Last used</source>
+        <translation>Último uso</translation>
+    </message>
+    <message>
+        <source>Model library: the Hugging Face cache and recent folders</source>
+        <translation>Biblioteca de modelos: o cache do Hugging Face e as pastas recentes</translation>
+    </message>
+    <message>
+        <source>folder missing</source>
+        <translation>pasta ausente</translation>
+    </message>
+    <message>
+        <source>%1 is no longer there.</source>
+        <translation>%1 não existe mais.</translation>
+    </message>
+    <message>
+        <source>incomplete</source>
+        <translation>incompleto</translation>
+    </message>
+    <message>
+        <source>config.json or a weight file is missing: the download did not finish. Download the model again to complete it.</source>
+        <translation>Falta o config.json ou um arquivo de pesos: o download não terminou. Baixe o modelo de novo para completá-lo.</translation>
+    </message>
+    <message>
+        <source>yes</source>
+        <translation>sim</translation>
+    </message>
+    <message>
+        <source>never</source>
+        <translation>nunca</translation>
     </message>
 </context>
 <context>

@@ -1,6 +1,7 @@
 // ModelPane: the open flow (dialog, drop, recent list), the job hand-off and the facts view.
 #include "panes/model_pane.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -9,6 +10,7 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
 #include <QLocale>
@@ -16,8 +18,11 @@
 #include <QMimeData>
 #include <QPushButton>
 
+#include <QResizeEvent>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -34,6 +39,83 @@ namespace forja::ui {
 namespace {
 
 const char* const kRecentKey = "ModelPane/recent";
+// Folder -> when the pane last opened it (ISO 8601, UTC). Kept after a folder leaves the recent list, so a
+// cached model opened long ago still says when; only the kMaxLastUsed newest are kept.
+const char* const kLastUsedKey = "ModelPane/lastUsed";
+constexpr int kMaxLastUsed = 100;
+
+// The library's columns.
+enum LibraryColumn {
+  kModelColumn,
+  kArchColumn,
+  kParamsColumn,
+  kDtypeColumn,
+  kSizeColumn,
+  kSupportColumn,
+  kUsedColumn,
+  kColumnCount
+};
+// Where each row keeps the folder it opens, its repo id (for Delete) and its columns' sort keys.
+constexpr int kPathRole = Qt::UserRole;
+constexpr int kRepoRole = Qt::UserRole + 1;
+constexpr int kSortRole = Qt::UserRole + 2;
+
+// Sizes, counts and times sort by their numbers, not by their text ("9 M" after "10 M").
+class LibraryItem : public QTreeWidgetItem {
+ public:
+  using QTreeWidgetItem::QTreeWidgetItem;
+  bool operator<(const QTreeWidgetItem& other) const override {
+    const int column = treeWidget() ? treeWidget()->sortColumn() : kModelColumn;
+    const QVariant a = data(column, kSortRole), b = other.data(column, kSortRole);
+    if (a.isValid() && b.isValid()) return a.toLongLong() < b.toLongLong();
+    return text(column).localeAwareCompare(other.text(column)) < 0;
+  }
+};
+
+// The facts ask for their whole height at their width, so the library below takes only what they leave; at
+// 1280 × 720 that is not enough for both, and the facts scroll down (never sideways) rather than lose a
+// wrapped line while the library keeps its few rows.
+class FactsScrollArea : public QScrollArea {
+ public:
+  explicit FactsScrollArea(QWidget* content) {
+    setWidget(content);
+    setWidgetResizable(true);
+    setFrameShape(QFrame::NoFrame);
+    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    content->installEventFilter(this);
+  }
+  QSize minimumSizeHint() const override {
+    return {widget()->minimumSizeHint().width() + verticalScrollBar()->sizeHint().width(),
+            QScrollArea::minimumSizeHint().height()};
+  }
+  QSize sizeHint() const override {
+    const QWidget* content = widget();
+    const int width = std::max(viewport()->width(), content->minimumSizeHint().width());
+    return {content->sizeHint().width() + verticalScrollBar()->sizeHint().width(),
+            content->hasHeightForWidth() ? content->heightForWidth(width) : content->sizeHint().height()};
+  }
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (watched == widget() && event->type() == QEvent::LayoutRequest) updateGeometry();  // new facts
+    return QScrollArea::eventFilter(watched, event);
+  }
+  void resizeEvent(QResizeEvent* event) override {
+    QScrollArea::resizeEvent(event);
+    // Wrapped lines, so the height the facts need, follow the width.
+    if (event->size().width() != event->oldSize().width()) updateGeometry();
+  }
+};
+
+QMap<QString, QDateTime> last_used_times() {
+  QMap<QString, QDateTime> out;
+  const QVariantMap saved = QSettings().value(QLatin1String(kLastUsedKey)).toMap();
+  for (auto it = saved.cbegin(); it != saved.cend(); ++it) {
+    const QDateTime t = QDateTime::fromString(it.value().toString(), Qt::ISODateWithMs);
+    if (t.isValid()) out.insert(it.key(), t);
+  }
+  return out;
+}
 
 QString join(const std::vector<std::string>& items) {
   QStringList out;
@@ -125,39 +207,58 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
   auto* recent_layout = new QVBoxLayout(recent_box);
   recent_layout->addWidget(recent_list_);
 
-  cache_list_ = new QListWidget;
-  cache_list_->setObjectName(QStringLiteral("cachedModels"));
-  cache_list_->setMaximumWidth(320);
-  connect(cache_list_, &QListWidget::itemActivated, this,
-          [this](QListWidgetItem* item) { open(item->data(Qt::UserRole).toString()); });
+  library_ = new QTreeWidget;
+  library_->setObjectName(QStringLiteral("cachedModels"));
+  library_->setColumnCount(kColumnCount);
+  library_->setHeaderLabels({tr("Model"), tr("Architecture"), tr("Parameters"), tr("Dtype"), tr("Size"),
+                             tr("Supported"), tr("Last used")});
+  library_->setRootIsDecorated(false);
+  library_->setUniformRowHeights(true);
+  library_->setAllColumnsShowFocus(true);
+  library_->setSortingEnabled(true);
+  library_->sortByColumn(kUsedColumn, Qt::DescendingOrder);
+  library_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  library_->header()->setStretchLastSection(false);
+  // Its own height hint would take the facts' room; it asks for five rows and takes what is left over.
+  library_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
+  library_->setMinimumHeight(library_->header()->sizeHint().height() + 5 * (fontMetrics().height() + 4) +
+                             2 * library_->frameWidth());
+  connect(library_, &QTreeWidget::itemActivated, this,
+          [this](QTreeWidgetItem* item) { open(item->data(kModelColumn, kPathRole).toString()); });
   cache_status_ = new QLabel;
   cache_status_->setObjectName(QStringLiteral("cacheStatus"));
   cache_status_->setWordWrap(true);
-  cache_status_->setMaximumWidth(320);
-  auto* delete_button = new QPushButton(tr("Delete from Cache…"));
-  delete_button->setObjectName(QStringLiteral("deleteCachedModel"));
-  connect(delete_button, &QPushButton::clicked, this, &ModelPane::delete_selected_cached);
-  auto* cache_box = new QGroupBox(tr("Hugging Face cache"));
-  auto* cache_layout = new QVBoxLayout(cache_box);
-  cache_layout->addWidget(cache_list_);
-  cache_layout->addWidget(cache_status_);
-  cache_layout->addWidget(delete_button);
-  auto* side = new QVBoxLayout;
-  side->addWidget(recent_box);
-  side->addWidget(cache_box);
+  delete_button_ = new QPushButton(tr("Delete from Cache…"));
+  delete_button_->setObjectName(QStringLiteral("deleteCachedModel"));
+  delete_button_->setEnabled(false);
+  connect(delete_button_, &QPushButton::clicked, this, &ModelPane::delete_selected_cached);
+  // Only a model of the cache can be deleted from it; a folder of the user's own is never deleted here.
+  connect(library_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
+    delete_button_->setEnabled(item && !item->data(kModelColumn, kRepoRole).toString().isEmpty());
+  });
+  auto* library_box = new QGroupBox(tr("Model library: the Hugging Face cache and recent folders"));
+  auto* library_layout = new QVBoxLayout(library_box);
+  library_layout->addWidget(library_);
+  auto* library_foot = new QHBoxLayout;
+  library_foot->addWidget(cache_status_, 1);
+  library_foot->addWidget(delete_button_);
+  library_layout->addLayout(library_foot);
 
-  auto* left = new QVBoxLayout;
+  auto* left_widget = new QWidget;
+  auto* left = new QVBoxLayout(left_widget);
+  left->setContentsMargins(0, 0, 0, 0);
   left->addWidget(status_);
   left->addWidget(demo_note_);
   left->addWidget(error_);
   left->addWidget(facts_box_);
   left->addStretch(1);
   auto* body = new QHBoxLayout;
-  body->addLayout(left, 1);
-  body->addLayout(side);
+  body->addWidget(new FactsScrollArea(left_widget), 1);
+  body->addWidget(recent_box);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
-  layout->addLayout(body, 1);
+  layout->addLayout(body);
+  layout->addWidget(library_box, 1);
   reload_recent_list();
   refresh_cache();
 }
@@ -174,54 +275,118 @@ HubDownloadDialog* ModelPane::download_dialog() {
 }
 
 void ModelPane::refresh_cache() {
-  auto* job = new HubCacheJob();
-  connect(job, &HubCacheJob::listed, this, &ModelPane::show_cache);
+  if (library_job_) {
+    library_again_ = true;
+    return;
+  }
+  start_library_job({});
+}
+
+void ModelPane::delete_cached(const QString& repo) {
+  if (library_job_) {
+    pending_deletes_ << repo;
+    return;
+  }
+  start_library_job(repo);
+}
+
+// One job at a time, so that a listing made before a delete or an open never replaces one made after it.
+void ModelPane::start_library_job(const QString& delete_repo) {
+  library_again_ = false;
+  auto* job = new HubCacheJob(delete_repo.toStdString(), recent(), last_used_times());
+  library_job_ = job;
+  connect(job, &HubCacheJob::listed, this, &ModelPane::show_library);
   connect(job, &Job::failed, this,
           [this](const QString& message, const QString&) { cache_status_->setText(message); });
+  // A cancelled job is the window closing: nothing more to list.
+  connect(job, &Job::cancelled, this, [this] {
+    library_again_ = false;
+    pending_deletes_.clear();
+  });
+  connect(job, &Job::ended, this, [this] {
+    library_job_ = nullptr;
+    if (!pending_deletes_.isEmpty())
+      start_library_job(pending_deletes_.takeFirst());
+    else if (library_again_)
+      start_library_job({});
+  });
   job->start();
 }
 
-void ModelPane::show_cache(const std::vector<forja::hub::CachedModel>& models, quint64 freed) {
-  cached_ = models;
-  cache_list_->clear();
-  for (const auto& m : models) {
-    QString revs;
-    for (const auto& r : m.revisions)
-      revs += (revs.isEmpty() ? QString() : QStringLiteral(", ")) + QString::fromStdString(r);
-    auto* item = new QListWidgetItem(tr("%1 — %2%3")
-                                         .arg(QString::fromStdString(m.repo_id),
-                                              format_bytes(static_cast<int64_t>(m.disk_bytes)),
-                                              m.complete ? QString() : tr(" (incomplete)")));
-    item->setData(Qt::UserRole, QString::fromStdString(m.snapshot.string()));
-    item->setData(Qt::UserRole + 1, QString::fromStdString(m.repo_id));
-    item->setToolTip(tr("%1\ncommit %2%3")
-                         .arg(QString::fromStdString(m.snapshot.string()), QString::fromStdString(m.commit),
-                              revs.isEmpty() ? QString() : tr(" (%1)").arg(revs)));
-    cache_list_->addItem(item);
+void ModelPane::show_library(const std::vector<LibraryEntry>& entries, quint64 freed) {
+  library_entries_ = entries;
+  const QTreeWidgetItem* current = library_->currentItem();
+  const QString current_path = current ? current->data(kModelColumn, kPathRole).toString() : QString();
+  QStringList local_dirs;
+  for (const auto& e : entries)
+    if (e.repo_id.isEmpty()) local_dirs << e.path;
+  const QStringList local_names = distinct_folder_names(local_dirs);
+  const QString none = QStringLiteral("—");
+
+  // Rows go in unsorted; the tree sorts them once, by the column the user chose.
+  library_->setSortingEnabled(false);
+  library_->clear();
+  int local = 0;
+  int cached = 0;
+  for (const auto& e : entries) {
+    auto* item = new LibraryItem(library_);
+    item->setData(kModelColumn, kPathRole, e.path);
+    item->setData(kModelColumn, kRepoRole, e.repo_id);
+    if (e.repo_id.isEmpty()) {
+      item->setText(kModelColumn, local_names[local++]);
+      item->setToolTip(kModelColumn, QDir::toNativeSeparators(e.path));
+    } else {
+      ++cached;
+      item->setText(kModelColumn, e.repo_id);
+      const QString revs = e.revisions.join(QStringLiteral(", "));
+      item->setToolTip(kModelColumn, tr("%1\ncommit %2%3")
+                                         .arg(QDir::toNativeSeparators(e.path), e.commit,
+                                              revs.isEmpty() ? QString() : tr(" (%1)").arg(revs)));
+    }
+    item->setText(kArchColumn, e.architecture.isEmpty() ? none : e.architecture);
+    item->setText(kParamsColumn, e.supported ? format_count(e.parameters) : none);
+    item->setData(kParamsColumn, kSortRole, qlonglong(e.supported ? e.parameters : -1));
+    item->setToolTip(kParamsColumn, e.supported ? number(e.parameters) : QString());
+    item->setText(kDtypeColumn, e.checkpoint_dtype.isEmpty() ? none : e.checkpoint_dtype);
+    item->setText(kSizeColumn, e.found ? format_bytes(static_cast<int64_t>(e.disk_bytes)) : none);
+    item->setData(kSizeColumn, kSortRole, qlonglong(e.found ? e.disk_bytes : 0));
+    if (!e.found) {
+      item->setText(kSupportColumn, tr("folder missing"));
+      item->setToolTip(kSupportColumn, tr("%1 is no longer there.").arg(QDir::toNativeSeparators(e.path)));
+    } else if (!e.complete) {
+      item->setText(kSupportColumn, tr("incomplete"));
+      item->setToolTip(kSupportColumn, tr("config.json or a weight file is missing: the download did not "
+                                          "finish. Download the model again to complete it."));
+    } else if (e.supported) {
+      item->setText(kSupportColumn, tr("yes"));
+    } else {
+      item->setText(kSupportColumn, tr("no"));
+      item->setToolTip(kSupportColumn, e.problem);
+    }
+    item->setText(kUsedColumn,
+                  e.last_used.isValid() ? format_timestamp_ms(e.last_used.toMSecsSinceEpoch()) : tr("never"));
+    item->setData(kUsedColumn, kSortRole,
+                  qlonglong(e.last_used.isValid() ? e.last_used.toMSecsSinceEpoch() : -1));
+    if (e.path == current_path) library_->setCurrentItem(item);
   }
-  QString text = models.empty() ? tr("No models in the cache yet.")
-                                : tr("%n model(s) in the cache.", "", int(models.size()));
+  library_->setSortingEnabled(true);
+
+  QString text =
+      cached == 0 ? tr("No models in the cache yet.") : tr("%n model(s) in the cache.", "", cached);
   if (freed)
     text += QLatin1Char(' ') + tr("Deleting freed %1.").arg(format_bytes(static_cast<int64_t>(freed)));
   cache_status_->setText(text);
 }
 
 void ModelPane::delete_selected_cached() {
-  QListWidgetItem* item = cache_list_->currentItem();
+  QTreeWidgetItem* item = library_->currentItem();
   if (!item) return;
-  const QString repo = item->data(Qt::UserRole + 1).toString();
+  const QString repo = item->data(kModelColumn, kRepoRole).toString();
+  if (repo.isEmpty()) return;  // a folder outside the cache
   const auto answer = QMessageBox::question(
       this, tr("Delete from cache"),
       tr("Delete %1 from the Hugging Face cache? Other tools that use the cache lose it too.").arg(repo));
   if (answer == QMessageBox::Yes) delete_cached(repo);
-}
-
-void ModelPane::delete_cached(const QString& repo) {
-  auto* job = new HubCacheJob(repo.toStdString());
-  connect(job, &HubCacheJob::listed, this, &ModelPane::show_cache);
-  connect(job, &Job::failed, this,
-          [this](const QString& message, const QString&) { cache_status_->setText(message); });
-  job->start();
 }
 
 QLabel* ModelPane::add_fact(QFormLayout* form, const QString& key, const QString& label) {
@@ -343,8 +508,20 @@ void ModelPane::remember(const QString& dir) {
   list.removeAll(dir);
   list.prepend(dir);
   while (list.size() > kMaxRecent) list.removeLast();
-  QSettings().setValue(QLatin1String(kRecentKey), list);
+  QSettings settings;
+  settings.setValue(QLatin1String(kRecentKey), list);
+  QVariantMap used = settings.value(QLatin1String(kLastUsedKey)).toMap();
+  used.insert(QDir::cleanPath(dir), QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs));
+  while (used.size() > kMaxLastUsed) {
+    // ISO 8601 times in UTC sort as text: the smallest is the oldest.
+    auto oldest = used.begin();
+    for (auto it = used.begin(); it != used.end(); ++it)
+      if (it.value().toString() < oldest.value().toString()) oldest = it;
+    used.erase(oldest);
+  }
+  settings.setValue(QLatin1String(kLastUsedKey), used);
   reload_recent_list();
+  refresh_cache();  // the library's "Last used", and the folder's row when it is new
   Q_EMIT recent_changed();
 }
 

@@ -1,15 +1,17 @@
 // ModelPane: open a Hugging Face model folder (file dialog, drag and drop, recent list) and show what it is —
 // architecture, size, dtype, shape, context, tokenizer, and the GPU memory its weights take in bf16.
-// The folder is read by an InspectModelJob; an error shows its message and hint in the pane.
+// The folder is read by an InspectModelJob; an error shows its message and hint in the pane. The model
+// library below lists the Hugging Face cache and the recent folders with what each is, read by a HubCacheJob.
 #pragma once
 
 #include <QMap>
+#include <QPointer>
 #include <QStringList>
 
 #include <optional>
 
-#include "forja/hub.h"
 #include "forja/model_info.h"
+#include "jobs/hub_jobs.h"
 #include "pane.h"
 
 class QLabel;
@@ -17,6 +19,8 @@ class QListWidget;
 class QListWidgetItem;
 class QFormLayout;
 class QGroupBox;
+class QPushButton;
+class QTreeWidget;
 
 namespace forja::ui {
 
@@ -37,10 +41,11 @@ class ModelPane : public Pane {
   void open_dialog();
   // "Download from Hugging Face…": the dialog stays alive (hidden) while its download runs.
   HubDownloadDialog* download_dialog();
-  // Re-reads the Hugging Face cache in a job (after a download or a delete).
+  // Re-reads the model library (the Hugging Face cache and the recent folders) in a job: after a download, a
+  // delete or an open. One job at a time; a request while one runs makes it run again once it ends.
   void refresh_cache();
-  const std::vector<forja::hub::CachedModel>& cached_models() const { return cached_; }
-  // Deletes a repository from the cache in a job (the button asks first), then lists the cache again.
+  const std::vector<LibraryEntry>& library() const { return library_entries_; }
+  // Deletes a repository from the cache in a job (the button asks first), then lists the library again.
   void delete_cached(const QString& repo);
   const std::optional<forja::ModelInfo>& model() const { return model_; }
   bool loading() const { return pending_request_ != 0; }
@@ -75,11 +80,16 @@ class ModelPane : public Pane {
   QGroupBox* facts_box_;
   QMap<QString, QLabel*> facts_;
   QListWidget* recent_list_;
-  QListWidget* cache_list_;
+  QTreeWidget* library_;
   QLabel* cache_status_;
+  QPushButton* delete_button_;
   HubDownloadDialog* download_dialog_ = nullptr;
-  std::vector<forja::hub::CachedModel> cached_;
-  void show_cache(const std::vector<forja::hub::CachedModel>& models, quint64 freed);
+  std::vector<LibraryEntry> library_entries_;
+  QPointer<HubCacheJob> library_job_;
+  bool library_again_ = false;
+  QStringList pending_deletes_;
+  void start_library_job(const QString& delete_repo);
+  void show_library(const std::vector<LibraryEntry>& entries, quint64 freed);
   void delete_selected_cached();
 };
 
