@@ -1,32 +1,55 @@
 #!/usr/bin/env python3
 """Batch-1 bf16 greedy decode: Forja (forja-cli bench decode) vs Hugging Face transformers' generate, in one run on
-one GPU, at the TinyLlama-1.1B and Mistral-7B shapes (random weights) with 128- and 2048-token prompts.
+one GPU, at the TinyLlama-1.1B and Mistral-7B shapes (random weights) with 128- and 2048-token prompts; with
+--llama-bench, llama.cpp's llama-bench too, on the same shape's random weights as an F16 GGUF file.
 
 Prints decode tok/s, time to first token (TTFT) and the fraction of the memory-bandwidth roofline (device-to-device
 copy bandwidth measured by forja-cli in the same run / weight bytes), and writes decode_bench.json into $OUT (or
 /tmp).
 
-  python3 bench/decode_bench.py --cli build-cuda/app/forja-cli [--new 256] [--hf-new 64]
+  python3 bench/decode_bench.py --cli build-cuda/app/forja-cli [--new 256] [--hf-new 64] [--llama-bench PATH]
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES = ["tinyllama", "mistral7b"]
 PROMPTS = [128, 2048]
-# llama.cpp on the same machine, same day (the team's GPU machine notes; F16, flash attention, llama-bench tg128
-# and pp2048). Not measured in this run: shown for reference only.
-LLAMA_CPP = {"tinyllama": {"decode_tok_s": 413, "prefill_2048_tok_s": 41600},
-             "mistral7b": {"decode_tok_s": 162, "prefill_2048_tok_s": 19100}}
 
 
 def forja(cli, shape, prompt, new):
     cmd = [cli, "bench", "decode", "--shape", shape, "--prompt", str(prompt), "--new", str(new), "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def llama_cpp(bench, cli, shape, new, work):
+    """llama-bench on the shape's random weights (forja-cli bench model, written as an F16 GGUF file with the
+    fixtures' 320-token SentencePiece tokenizer): all layers on the GPU, flash attention on, the median of 3
+    repetitions of `new` generated tokens after each prompt length of context (-d), and prefill of 2048 tokens."""
+    model, gguf = os.path.join(work, shape), os.path.join(work, shape + ".f16.gguf")
+    if not os.path.exists(gguf):
+        subprocess.run([cli, "bench", "model", "--shape", shape, "--out", model], check=True, capture_output=True)
+        shutil.copy(os.path.join(ROOT, "tests/fixtures/gguf/sp_bpe_320/tokenizer.model"), model)
+        subprocess.run([cli, "export", model, "--format", "gguf", "--dtype", "fp16", "--out", gguf], check=True,
+                       capture_output=True)
+        shutil.rmtree(model)
+    common = [bench, "-m", gguf, "-ngl", "99", "-fa", "1", "-r", "3", "-o", "json"]
+    runs = json.loads(subprocess.run(common + ["-p", "0", "-n", str(new), "-d", ",".join(map(str, PROMPTS))],
+                                     check=True, capture_output=True, text=True).stdout)
+    runs += json.loads(subprocess.run(common + ["-p", "2048", "-n", "0"], check=True, capture_output=True,
+                                      text=True).stdout)
+    out = {p: {"engine": "llama.cpp", "build": runs[0].get("build_commit"), "new_tokens": new,
+               "decode_tok_s": next(r["avg_ts"] for r in runs if r["n_gen"] == new and r["n_depth"] == p)}
+           for p in PROMPTS}
+    out[2048]["prefill_tok_s"] = next(r["avg_ts"] for r in runs if r["n_prompt"] == 2048 and r["n_gen"] == 0)
+    return out
 
 
 # config.json fields of the real models, as forja-cli's bench decode reads them (app/cli/bench_decode.cpp).
@@ -105,9 +128,12 @@ def main():
     ap.add_argument("--new", type=int, default=256, help="tokens Forja generates per run")
     ap.add_argument("--hf-new", type=int, default=64, help="tokens transformers generates (it is slow)")
     ap.add_argument("--skip-hf", action="store_true")
+    ap.add_argument("--llama-bench", help="llama.cpp's llama-bench, built for this GPU: run it as a peer too")
+    ap.add_argument("--work", help="where the peer's GGUF files go (kept); a temporary folder by default")
     ap.add_argument("--shapes", nargs="*", default=SHAPES, choices=SHAPES + list(CONFIG_SHAPES))
     args = ap.parse_args()
 
+    work = args.work or tempfile.mkdtemp(prefix="decode_bench_")
     rows = []
     for shape in args.shapes:
         ours = {p: forja(args.cli, shape, p, args.new) for p in PROMPTS}
@@ -122,21 +148,30 @@ def main():
                 print(json.dumps(peer[p]), flush=True)
             del model
             torch.cuda.empty_cache()
+        lcpp = {}
+        if args.llama_bench:
+            lcpp = llama_cpp(args.llama_bench, args.cli, shape, args.new, work)
+            for p in PROMPTS:
+                print(json.dumps(lcpp[p]), flush=True)
         for p in PROMPTS:
             rows.append({"shape": shape, "prompt": p, "forja": ours[p], "transformers": peer.get(p),
-                         "llama_cpp_same_day": LLAMA_CPP.get(shape)})
+                         "llama_cpp": lcpp.get(p)})
+    if not args.work:
+        shutil.rmtree(work)
 
     print()
-    print(f"{'shape':10} {'prompt':>6} | {'forja tok/s':>11} {'HF tok/s':>9} {'x HF':>6} {'roofline':>8} {'% roof':>6}"
-          f" {'llama.cpp':>9} | {'forja TTFT ms':>13} {'HF TTFT ms':>10} {'prefill tok/s':>13}")
+    nan = float("nan")
+    print(f"{'shape':10} {'prompt':>6} | {'forja tok/s':>11} {'HF tok/s':>9} {'x HF':>6} {'llama.cpp':>9}"
+          f" {'x llama':>7} {'roofline':>8} {'% roof':>6} | {'forja TTFT ms':>13} {'HF TTFT ms':>10}"
+          f" {'prefill tok/s':>13} {'llama.cpp':>9}")
     for r in rows:
-        f, h = r["forja"], r["transformers"]
-        hf_tok = h["decode_tok_s"] if h else float("nan")
-        hf_ttft = h["first_token_ms"] if h else float("nan")
+        f, h, l = r["forja"], r["transformers"] or {}, r["llama_cpp"] or {}
+        hf_tok, lc_tok = h.get("decode_tok_s", nan), l.get("decode_tok_s", nan)
         print(f"{r['shape']:10} {r['prompt']:>6} | {f['decode_tok_s']:>11.1f} {hf_tok:>9.1f}"
-              f" {f['decode_tok_s'] / hf_tok:>6.1f} {f['roofline_tok_s']:>8.0f} {100 * f['roofline_fraction']:>5.0f}%"
-              f" {(r['llama_cpp_same_day'] or {}).get('decode_tok_s', '-'):>9} | {f['first_token_ms']:>13.1f} {hf_ttft:>10.1f}"
-              f" {f['prefill_tok_s']:>13.0f}")
+              f" {f['decode_tok_s'] / hf_tok:>6.1f} {lc_tok:>9.1f} {f['decode_tok_s'] / lc_tok:>7.2f}"
+              f" {f['roofline_tok_s']:>8.0f} {100 * f['roofline_fraction']:>5.0f}%"
+              f" | {f['first_token_ms']:>13.1f} {h.get('first_token_ms', nan):>10.1f}"
+              f" {f['prefill_tok_s']:>13.0f} {l.get('prefill_tok_s', nan):>9.0f}")
     out_dir = os.environ.get("OUT", "/tmp")
     with open(os.path.join(out_dir, "decode_bench.json"), "w") as fh:
         json.dump(rows, fh, indent=1)

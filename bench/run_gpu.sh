@@ -81,7 +81,25 @@ pack_logs() {
    find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*.json' -delete && mv /tmp/forja-logs.tgz logs.tgz)
 }
 
+# llama.cpp's llama-bench for the decode peer (bench/gpu/llamacpp.sh), built from the sources of the llama.cpp
+# release node-llama-cpp 3.22.1 ships: its git bundle, carried as .device-carry/llama.cpp.bundle (see that
+# script). CUDA for this GPU only, into build-peer/, which a warm machine keeps between calls.
+llama_bench_build() {
+  [[ -x build-peer/build/bin/llama-bench ]] && return 0
+  [[ -d build-peer/llama.cpp ]] || git clone -q .device-carry/llama.cpp.bundle build-peer/llama.cpp || return 1
+  local arch
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  cmake -S build-peer/llama.cpp -B build-peer/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES="$arch" -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_SERVER=OFF && cmake --build build-peer/build --target llama-bench -j12
+}
+
 mode=${1:-part1}
+# The peer's CUDA build takes minutes: it runs alongside Forja's.
+if [[ " $mode " == *" llamacpp "* ]]; then
+  llama_bench_build >"$OUT/llamacpp_build.log" 2>&1 &
+  PEER_BUILD=$!
+fi
 configure_and_build
 
 if [[ $mode == tests ]]; then
