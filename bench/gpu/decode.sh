@@ -43,6 +43,29 @@ if [[ -n ${DECODE_AB:-} ]]; then
   done
   [[ $DECODE_AB == only ]] && return 0
 fi
+if [[ -n ${DECODE_ATTN_AB:-} ]]; then
+  # The attention's prefetch and staged merge against the same kernels without them (FORJA_DECODE_ATTN=serial),
+  # one build, one card: the checks under both, then forja-cli bench decode alternating the arms at 128 and
+  # 2048 tokens of context.
+  T=build-cuda/tests/gpu/infer/test_gpu_decode_kernels
+  for arm in FORJA_DECODE_ATTN=serial FORJA_DECODE_ATTN=staged; do
+    step "attention A/B: $arm, checks"
+    env $arm $T >"$OUT/attn_ab_test_${arm#*=}.log" 2>&1
+    echo "exit $?"; grep -E "FAIL|attention speed|gpu decode kernels" "$OUT/attn_ab_test_${arm#*=}.log"
+  done
+  step "attention A/B: forja-cli bench decode (decode tok/s, first token ms)"
+  for shape in ${ATTN_AB_SHAPES:-tinyllama mistral7b}; do
+    for prompt in 128 2048; do
+      for rep in 1 2; do
+        for arm in FORJA_DECODE_ATTN=serial FORJA_DECODE_ATTN=staged; do
+          env $arm "$CLI" bench decode --shape $shape --prompt $prompt --new 256 --json 2>/dev/null | tail -1 |
+            python3 -c "import json,sys; r=json.load(sys.stdin); print('$shape $prompt ${arm#*=} %.1f %.2f' % (r['decode_tok_s'], r['first_token_ms']))"
+        done
+      done
+    done
+  done
+  [[ $DECODE_ATTN_AB == only ]] && return 0
+fi
 step "decode: Forja (kernels on) vs HF generate"
 python3 bench/decode_bench.py --cli "$CLI" ${DECODE_SKIP_HF:+--skip-hf} 2>&1 | tail -7
 [[ -n ${DECODE_SKIP_OFF:-} ]] && return 0

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <string_view>
 #include <utility>
 
 #include "forja_kernels/decode.h"
@@ -668,11 +669,55 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
   }
 }
 
+// A lane's E = D / 32 consecutive bf16 of a key or value row, as one 4-, 8- or 16-byte load.
+template <int E>
+struct LaneSlice;
+template <>
+struct LaneSlice<2> {
+  using type = uint32_t;
+};
+template <>
+struct LaneSlice<4> {
+  using type = uint2;
+};
+template <>
+struct LaneSlice<8> {
+  using type = uint4;
+};
+
+template <int E>
+__device__ __forceinline__ void unpack_slice(const typename LaneSlice<E>::type& raw, float (&out)[E]) {
+  const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < E / 2; ++i) {
+    const float2 f = __bfloat1622float2(pairs[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+// Keys j0, j0 + 4, ..., j0 + 4(G - 1) of a warp: its lane's slices of those key and value rows (rows are
+// D / E = 32 slices apart). Keys past `end` read as zeros; their weight is 0.
+template <int G, typename Slice>
+__device__ __forceinline__ void load_key_group(const Slice* __restrict__ kbase,
+                                               const Slice* __restrict__ vbase, int64_t j0, int64_t end,
+                                               Slice (&ks)[G], Slice (&vs)[G]) {
+#pragma unroll
+  for (int t = 0; t < G; ++t) {
+    const int64_t j = j0 + t * kAttnWarps;
+    ks[t] = j <= end ? kbase[j * kWarp] : Slice{};
+    vs[t] = j <= end ? vbase[j * kWarp] : Slice{};
+  }
+}
+
 // The same split, with each warp taking G of its keys at a time (keys j, j + 4, ..., j + 4(G - 1)): the
 // G · kMaxRep dot products are summed across the warp together, so their shuffles overlap instead of running
 // one reduction after another, and the online softmax rescales once per G keys. Query heads beyond `rep`
 // hold zeros and are carried along unreduced by the merge, which keeps every loop free of branches.
-template <int D, int kMaxRep, int G>
+// Each lane reads its slice of a row in one load (the cache must be 16-byte aligned). With kPrefetch, the
+// next G keys are requested before this group's arithmetic, so their latency overlaps it: at a long context
+// the bytes are few and the waits for them are most of the kernel's time.
+template <int D, int kMaxRep, int G, bool kPrefetch>
 __global__ void __launch_bounds__(kAttnWarps* kWarp)
     attention_split_grouped_kernel(int64_t heads, int64_t kv_heads, int64_t capacity, int64_t chunk,
                                    int64_t window, float scale, float softcap,
@@ -704,20 +749,23 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
       qr[r][e] = r < rep ? bf2f(q[(g * rep + r) * D + lane * E + e]) * scale : 0.0f;
     }
   }
-  const __nv_bfloat16* kbase = cache + g * capacity * D;
-  const __nv_bfloat16* vbase = cache + kv_heads * capacity * D + g * capacity * D;
+  using Slice = typename LaneSlice<E>::type;
+  const Slice* kbase = reinterpret_cast<const Slice*>(cache + g * capacity * D) + lane;
+  const Slice* vbase =
+      reinterpret_cast<const Slice*>(cache + kv_heads * capacity * D + g * capacity * D) + lane;
+  Slice kraw[G], vraw[G];
+  load_key_group<G>(kbase, vbase, begin + warp, end, kraw, vraw);
   for (int64_t j0 = begin + warp; j0 <= end; j0 += kAttnWarps * G) {
+    const int64_t next = j0 + kAttnWarps * G;
+    Slice knext[G], vnext[G];
+    if constexpr (kPrefetch) load_key_group<G>(kbase, vbase, next, end, knext, vnext);
     float kf[G][E], vf[G][E];
     bool valid[G];
 #pragma unroll
     for (int t = 0; t < G; ++t) {
-      const int64_t j = j0 + t * kAttnWarps;
-      valid[t] = j <= end;
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        kf[t][e] = valid[t] ? bf2f(kbase[j * D + lane * E + e]) : 0.0f;
-        vf[t][e] = valid[t] ? bf2f(vbase[j * D + lane * E + e]) : 0.0f;
-      }
+      valid[t] = j0 + t * kAttnWarps <= end;
+      unpack_slice<E>(kraw[t], kf[t]);
+      unpack_slice<E>(vraw[t], vf[t]);
     }
     float s[kMaxRep][G];
 #pragma unroll
@@ -757,6 +805,9 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
       l[r] = lr;
       m[r] = mn;
     }
+    if constexpr (!kPrefetch) load_key_group<G>(kbase, vbase, next, end, knext, vnext);
+#pragma unroll
+    for (int t = 0; t < G; ++t) kraw[t] = knext[t], vraw[t] = vnext[t];
   }
 #pragma unroll
   for (int r = 0; r < kMaxRep; ++r) {
@@ -784,13 +835,51 @@ __global__ void __launch_bounds__(kAttnWarps* kWarp)
   }
 }
 
-template <int D>
+// One block of D threads per query head. kStaged (splits <= D): thread s reads split s's max and sum, the
+// block reduces them once and keeps each split's weight in shared memory, so every thread's sum over the
+// splits is a run of independent loads up to the last split that saw a key. Otherwise each thread walks the
+// splits twice, one dependent load after another.
+template <int D, bool kStaged>
 __global__ void attention_merge_kernel(int64_t splits, const float* __restrict__ scratch,
                                        __nv_bfloat16* out) {
   pdl_wait_then_release();
   const int64_t h = blockIdx.x;
   const int e = threadIdx.x;
   const float* part = scratch + h * splits * (D + 2);
+  if constexpr (kStaged) {
+    constexpr int W = D / kWarp;
+    __shared__ float weight[D], red_max[W], red_sum[W];
+    __shared__ int red_last[W];
+    const int warp = e / kWarp, lane = e % kWarp;
+    const float ms = e < splits ? part[e * (D + 2)] : -INFINITY;
+    const float ls = e < splits ? part[e * (D + 2) + 1] : 0.0f;
+    float mx = ms;
+    int last = ms == -INFINITY ? 0 : e + 1;
+#pragma unroll
+    for (int o = kWarp / 2; o > 0; o /= 2) {
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
+    }
+    if (lane == 0) red_max[warp] = mx, red_last[warp] = last;
+    __syncthreads();
+    float mm = -INFINITY;
+    int used = 0;
+#pragma unroll
+    for (int w = 0; w < W; ++w) mm = fmaxf(mm, red_max[w]), used = max(used, red_last[w]);
+    const float f = ms == -INFINITY ? 0.0f : expf(ms - mm);
+    weight[e] = f;
+    const float lsum = warp_sum(ls * f);
+    if (lane == 0) red_sum[warp] = lsum;
+    __syncthreads();
+    float ll = 0;
+#pragma unroll
+    for (int w = 0; w < W; ++w) ll += red_sum[w];
+    float aa = 0;
+#pragma unroll 8
+    for (int s = 0; s < used; ++s) aa = fmaf(part[s * (D + 2) + 2 + e], weight[s], aa);
+    out[h * D + e] = f2bf(ll > 0 ? aa / ll : 0.0f);
+    return;
+  }
   float mm = -INFINITY;
   for (int64_t s = 0; s < splits; ++s) mm = fmaxf(mm, part[s * (D + 2)]);
   float ll = 0, aa = 0;
@@ -806,19 +895,35 @@ __global__ void attention_merge_kernel(int64_t splits, const float* __restrict__
   out[h * D + e] = f2bf(ll > 0 ? aa / ll : 0.0f);
 }
 
+// FORJA_DECODE_ATTN=serial runs the grouped attention without its prefetch and the merge without its staged
+// weights: the A/B of those two changes in one build (bench/gpu/decode.sh, DECODE_ATTN_AB=1).
+bool serial_attention() {
+  static const bool on = [] {
+    const char* v = std::getenv("FORJA_DECODE_ATTN");
+    return v != nullptr && std::string_view(v) == "serial";
+  }();
+  return on;
+}
+
 template <int D, int kMaxRep>
 int launch_attention(const ForjaDecodeAttention* p, cudaStream_t stream) {
   const int64_t splits = (p->max_keys + p->chunk - 1) / p->chunk;
   dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(p->kv_heads));
   // Up to 32 dot products reduced together per warp (G keys times kMaxRep heads).
   constexpr int G = kMaxRep >= 16 ? 2 : 4;
-  auto kernel =
-      baseline_kernels() ? attention_split_kernel<D, kMaxRep> : attention_split_grouped_kernel<D, kMaxRep, G>;
+  const bool serial = serial_attention();
+  // The prefetched group's registers fit beside the query heads' sums only up to 64 floats of them per lane.
+  constexpr bool kRoom = kMaxRep * D / kWarp < 64;
+  auto kernel = baseline_kernels() || !aligned16(p->cache) ? attention_split_kernel<D, kMaxRep>
+                : serial || !kRoom ? attention_split_grouped_kernel<D, kMaxRep, G, false>
+                                   : attention_split_grouped_kernel<D, kMaxRep, G, kRoom>;
   const int rc = launch(kernel, grid, kAttnWarps * kWarp, 0, stream, p->heads, p->kv_heads, p->capacity,
                         p->chunk, p->window, p->scale, p->softcap, static_cast<const __nv_bfloat16*>(p->q),
                         static_cast<const __nv_bfloat16*>(p->cache), p->position, p->scratch);
   if (rc != 0) return rc;
-  return launch(attention_merge_kernel<D>, static_cast<unsigned>(p->heads), D, 0, stream, splits, p->scratch,
+  auto merge = baseline_kernels() || serial || splits > D ? attention_merge_kernel<D, false>
+                                                          : attention_merge_kernel<D, true>;
+  return launch(merge, static_cast<unsigned>(p->heads), D, 0, stream, splits, p->scratch,
                 static_cast<__nv_bfloat16*>(p->out));
 }
 
