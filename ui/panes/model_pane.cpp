@@ -17,10 +17,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
-
-#include <QResizeEvent>
 #include <QScrollArea>
-#include <QScrollBar>
 #include <QSettings>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -29,6 +26,7 @@
 #include "app_paths.h"
 #include "error_box.h"
 #include "forja/memory_estimate.h"
+#include "form_util.h"
 #include "format.h"
 #include "hub_dialog.h"
 #include "jobs/hub_jobs.h"
@@ -69,41 +67,6 @@ class LibraryItem : public QTreeWidgetItem {
     const QVariant a = data(column, kSortRole), b = other.data(column, kSortRole);
     if (a.isValid() && b.isValid()) return a.toLongLong() < b.toLongLong();
     return text(column).localeAwareCompare(other.text(column)) < 0;
-  }
-};
-
-// The facts ask for their whole height at their width, so the library below takes only what they leave; at
-// 1280 × 720 that is not enough for both, and the facts scroll down (never sideways) rather than lose a
-// wrapped line while the library keeps its few rows.
-class FactsScrollArea : public QScrollArea {
- public:
-  explicit FactsScrollArea(QWidget* content) {
-    setWidget(content);
-    setWidgetResizable(true);
-    setFrameShape(QFrame::NoFrame);
-    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    content->installEventFilter(this);
-  }
-  QSize minimumSizeHint() const override {
-    return {widget()->minimumSizeHint().width() + verticalScrollBar()->sizeHint().width(),
-            QScrollArea::minimumSizeHint().height()};
-  }
-  QSize sizeHint() const override {
-    const QWidget* content = widget();
-    const int width = std::max(viewport()->width(), content->minimumSizeHint().width());
-    return {content->sizeHint().width() + verticalScrollBar()->sizeHint().width(),
-            content->hasHeightForWidth() ? content->heightForWidth(width) : content->sizeHint().height()};
-  }
-
- protected:
-  bool eventFilter(QObject* watched, QEvent* event) override {
-    if (watched == widget() && event->type() == QEvent::LayoutRequest) updateGeometry();  // new facts
-    return QScrollArea::eventFilter(watched, event);
-  }
-  void resizeEvent(QResizeEvent* event) override {
-    QScrollArea::resizeEvent(event);
-    // Wrapped lines, so the height the facts need, follow the width.
-    if (event->size().width() != event->oldSize().width()) updateGeometry();
   }
 };
 
@@ -253,7 +216,10 @@ ModelPane::ModelPane(AppContext& context, QWidget* parent) : Pane(context, paren
   left->addWidget(facts_box_);
   left->addStretch(1);
   auto* body = new QHBoxLayout;
-  body->addWidget(new FactsScrollArea(left_widget), 1);
+  // The facts ask for their whole height at their width, so the library below takes only what they leave; at
+  // 1280 × 720 that is not enough for both, and the facts scroll down (never sideways) rather than lose a
+  // wrapped line while the library keeps its few rows.
+  body->addWidget(vertical_scroll_area(left_widget, ScrollContent::WrappedText), 1);
   body->addWidget(recent_box);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
