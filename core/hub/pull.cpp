@@ -79,6 +79,10 @@ std::string gib(uint64_t bytes) {
 
 [[noreturn]] void throw_hub_error(const HubSettings& s, const HttpResponse& r, const std::string& repo,
                                   const std::string& what) {
+  if (r.status == 407)
+    throw Error("the proxy refused the request to " + s.endpoint + ": it asks for credentials (HTTP 407)",
+                "Put them in the proxy's URL: https_proxy=http://user:password@host:port (http_proxy for an "
+                "http:// endpoint).");
   const std::string code = r.header("x-error-code");
   const std::string message = r.header("x-error-message");
   const std::string page = s.endpoint + "/" + repo;
@@ -101,6 +105,19 @@ std::string gib(uint64_t bytes) {
   if (r.status == 404) throw Error("repository " + repo + " was not found on " + s.endpoint);
   throw Error(s.endpoint + " answered HTTP " + std::to_string(r.status) + " for " +
               (what.empty() ? repo : what) + (message.empty() ? "" : ": " + message));
+}
+
+// The Hub names the commit a resolve URL was served from in X-Repo-Commit. A mirror that answers a commit's
+// URL from another revision would mix two versions of the model in one snapshot; refuse its file instead.
+void check_served_commit(const HubSettings& s, const HttpResponse& r, const std::string& repo,
+                         const std::string& commit, const std::string& file) {
+  const std::string served = r.header("x-repo-commit");
+  if (!served.empty() && served != commit)
+    throw Error(
+        s.endpoint + " served " + repo + "/" + file + " from commit " + served + ", not from " + commit +
+            ", the commit it listed",
+        "The endpoint is out of step with the Hub (a mirror still syncing?); try again later, or without "
+        "HF_ENDPOINT.");
 }
 
 std::string file_url(const HubSettings& s, const std::string& repo, const std::string& commit,
@@ -289,6 +306,10 @@ bool download_blob(HttpClient& http, const PullOptions& o, const PullPlan& plan,
         if (fs::file_size(part, ec) == 0) fs::remove(part, ec);
         throw_hub_error(o.settings, r, plan.repo_id, f.path);
       }
+      if (const std::string served = r.header("x-repo-commit"); !served.empty() && served != plan.commit) {
+        fs::remove(part, ec);  // what this answer appended is another revision's: not a base to resume on
+        check_served_commit(o.settings, r, plan.repo_id, plan.commit, f.path);
+      }
       if (!broken.reason.empty()) {
         if (broken.reason == "range") {  // the server ignored Range: start this file over
           fs::remove(part, ec);
@@ -375,6 +396,7 @@ PullPlan plan_pull(const PullOptions& o) {
     const auto ir =
         http.get(file_url(o.settings, plan.repo_id, plan.commit, "model.safetensors.index.json"), 64 << 20);
     if (ir.status != 200) throw_hub_error(o.settings, ir, plan.repo_id, "model.safetensors.index.json");
+    check_served_commit(o.settings, ir, plan.repo_id, plan.commit, "model.safetensors.index.json");
     try {
       index = json::parse(ir.body);
     } catch (const json::exception& e) {
@@ -385,6 +407,7 @@ PullPlan plan_pull(const PullOptions& o) {
   if (has("config.json")) {
     const auto cr = http.get(file_url(o.settings, plan.repo_id, plan.commit, "config.json"), 16 << 20);
     if (cr.status != 200) throw_hub_error(o.settings, cr, plan.repo_id, "config.json");
+    check_served_commit(o.settings, cr, plan.repo_id, plan.commit, "config.json");
     check_support(cr.body, plan);
   } else {
     plan.support_note = "the repository has no config.json: not a model Forja loads";

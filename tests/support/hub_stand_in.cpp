@@ -106,7 +106,8 @@ HubStandIn::HubStandIn() {
                 auto f = repo.files.find(req.matches[4]);
                 if (f == repo.files.end() || f->second.listed_only)
                   return hub_error(res, 404, "EntryNotFound", "Entry not found");
-                res.set_header("X-Repo-Commit", repo.commit);
+                const std::string& served = repo.served_commit.empty() ? repo.commit : repo.served_commit;
+                res.set_header("X-Repo-Commit", served);
                 if (f->second.lfs) {
                   const std::string sha = sha256(f->second.content);
                   res.set_header("X-Linked-Etag", "\"" + sha + "\"");

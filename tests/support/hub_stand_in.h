@@ -25,6 +25,9 @@ struct StandInRepo {
   std::string commit;                        // 40 hex digits
   std::map<std::string, StandInFile> files;  // path -> file
   bool gated = false;
+  // The commit resolve URLs answer in X-Repo-Commit, whatever was asked (a mirror out of step); `commit` when
+  // empty.
+  std::string served_commit;
 };
 
 struct StandInRequest {

@@ -1,11 +1,18 @@
 // Hub downloads against a local stand-in of the Hub (hub_stand_in.h): the cache layout huggingface_hub uses,
 // resume after a cut connection and after a killed process, verification, the Hub's errors, offline mode, the
 // disk-space check, and a model pulled by repo id that then trains and generates through forja-cli.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "forja/error.h"
 #include "forja/file_util.h"
@@ -38,6 +45,116 @@ QString error_of(const std::function<void()>& f) {
   }
   return {};
 }
+
+// An HTTP forward proxy on 127.0.0.1, as a company network has one: it takes absolute-form requests, passes
+// them on unchanged (no redirect followed, Range and authorization kept) and records what it passed. With
+// `basic_credentials` (base64 of user:password) it answers 407 to a request without that Proxy-Authorization.
+class ForwardProxy {
+ public:
+  explicit ForwardProxy(std::string basic_credentials = {}) : credentials_(std::move(basic_credentials)) {
+    server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) { forward(req, res); });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~ForwardProxy() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url(const std::string& user_info = {}) const {
+    return "http://" + user_info + "127.0.0.1:" + std::to_string(port_);
+  }
+  std::vector<std::string> passed() const {
+    std::lock_guard lock(mu_);
+    return passed_;
+  }
+
+ private:
+  void forward(const httplib::Request& req, httplib::Response& res) {
+    if (!credentials_.empty() && req.get_header_value("Proxy-Authorization") != "Basic " + credentials_) {
+      res.status = 407;
+      res.set_header("Proxy-Authenticate", "Basic realm=\"forja-test\"");
+      return;
+    }
+    // The target is absolute: http://host:port/path?query.
+    const std::string& target = req.target;
+    const size_t host_start = target.find("://"), path_start = target.find('/', host_start + 3);
+    if (host_start == std::string::npos || path_start == std::string::npos) {
+      res.status = 400;
+      return;
+    }
+    httplib::Client upstream(target.substr(0, path_start));
+    httplib::Headers headers;
+    for (const auto& [name, value] : req.headers)
+      if (name != "Proxy-Authorization" && name != "Proxy-Connection" && name != "Host")
+        headers.emplace(name, value);
+    const auto answer = upstream.Get(target.substr(path_start), headers);
+    {
+      std::lock_guard lock(mu_);
+      passed_.push_back(target);
+    }
+    if (!answer) {
+      res.status = 502;
+      return;
+    }
+    res.status = answer->status;
+    for (const auto& [name, value] : answer->headers)
+      if (name != "Content-Length" && name != "Transfer-Encoding" && name != "Connection")
+        res.headers.emplace(name, value);
+    res.body = answer->body;
+  }
+
+  std::string credentials_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  mutable std::mutex mu_;
+  std::vector<std::string> passed_;
+};
+
+// A local port bound but not listening: connections to it are refused, and no other process can take it
+// while this lives.
+class RefusingPort {
+ public:
+  RefusingPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      qFatal("no local port to bind");
+    port_ = ntohs(addr.sin_port);
+  }
+  ~RefusingPort() { ::close(fd_); }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1, port_ = 0;
+};
+
+// Sets the proxy variables for one test (libcurl reads them at each transfer) and restores them after.
+class ProxyEnvironment {
+ public:
+  explicit ProxyEnvironment(const std::string& proxy) {
+    for (const char* name : kNames) {
+      if (const char* v = std::getenv(name)) saved_.emplace_back(name, v);
+      qunsetenv(name);
+    }
+    qputenv("http_proxy", QByteArray::fromStdString(proxy));
+  }
+  ~ProxyEnvironment() {
+    for (const char* name : kNames) qunsetenv(name);
+    for (const auto& [name, value] : saved_) qputenv(name.c_str(), QByteArray::fromStdString(value));
+  }
+
+ private:
+  static constexpr const char* kNames[] = {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
+                                           "all_proxy",  "ALL_PROXY",  "no_proxy",    "NO_PROXY"};
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
 
 }  // namespace
 
@@ -79,6 +196,14 @@ class TestHub : public QObject {
     pickles.files["config.json"] = {read_all(kLlama / "config.json"), false};
     pickles.files["pytorch_model.bin"] = {"pickle", true};
     hub_->add_repo("forja-test/pickles", pickles);
+    StandInRepo stale = HubStandIn::repo_from_folder(kDemo, kDemoCommit);
+    stale.served_commit = kLlamaCommit;
+    hub_->add_repo("forja-test/stale-mirror", stale);
+    StandInRepo stale_small;
+    stale_small.commit = kDemoCommit;
+    stale_small.served_commit = kLlamaCommit;
+    stale_small.files["tokenizer.json"] = {read_all(kDemo / "tokenizer.json"), false};
+    hub_->add_repo("forja-test/stale-mirror-no-config", stale_small);
     StandInRepo gone = HubStandIn::repo_from_folder(kDemo, kDemoCommit);
     gone.files["tokenizer.json"].listed_only = true;
     hub_->add_repo("forja-test/listed-but-gone", gone);
@@ -324,6 +449,66 @@ class TestHub : public QObject {
           QCOMPARE(forja::sha256_file(blob.path()), name);
         }
       }
+  }
+
+  void fileFromAnotherCommitIsRefused() {
+    // A mirror that answers the listed commit's URLs from another revision (its X-Repo-Commit says which):
+    // refused when the plan reads config.json, before anything is written to the cache...
+    QString e = error_of([&] { forja::hub::pull(options("forja-test/stale-mirror")); });
+    QVERIFY2(e.contains("served forja-test/stale-mirror/config.json from commit " +
+                        QString::fromStdString(kLlamaCommit) + ", not from " +
+                        QString::fromStdString(kDemoCommit)),
+             qPrintable(e));
+    QVERIFY2(e.contains("HF_ENDPOINT"), qPrintable(e));
+    QVERIFY(!fs::exists(repo_dir("forja-test/stale-mirror")));
+    // ...and, with no config.json to read first, at the download: its bytes are not kept, no ref is written.
+    e = error_of([&] { forja::hub::pull(options("forja-test/stale-mirror-no-config")); });
+    QVERIFY2(e.contains("served forja-test/stale-mirror-no-config/tokenizer.json from commit"),
+             qPrintable(e));
+    const fs::path dir = repo_dir("forja-test/stale-mirror-no-config");
+    for (const auto& entry : fs::recursive_directory_iterator(dir))
+      QVERIFY2(!entry.is_regular_file(), entry.path().c_str());
+    QVERIFY(!fs::exists(dir / "refs"));
+  }
+
+  void pullGoesThroughTheProxyTheEnvironmentNames() {
+    ForwardProxy proxy;
+    {
+      ProxyEnvironment env(proxy.url());
+      const fs::path snap = forja::hub::pull(options("forja-test/demo"));
+      QCOMPARE(read_all(snap / "config.json"), read_all(kDemo / "config.json"));
+      QCOMPARE(forja::sha256_file(snap / "model.safetensors"), demo_sha("model.safetensors"));
+    }
+    // Every request went through it: the listing, the resolve URLs and the "CDN" they redirect to.
+    const auto passed = proxy.passed();
+    const auto through = [&](const std::string& part) {
+      return std::any_of(passed.begin(), passed.end(), [&](const std::string& t) {
+        return t.starts_with(hub_->endpoint()) && t.find(part) != std::string::npos;
+      });
+    };
+    QVERIFY(through("/api/models/forja-test/demo/revision/main"));
+    QVERIFY(through("/forja-test/demo/resolve/" + kDemoCommit + "/config.json"));
+    QVERIFY(through("/cdn/" + demo_sha("model.safetensors")));
+    QCOMPARE(size_t(hub_->count("/")), passed.size());
+  }
+
+  void proxyErrorsSayWhatToSet() {
+    // A proxy that wants credentials: the error says so and where they go; given in the URL, the pull runs.
+    ForwardProxy proxy("dXNlcjpzZWNyZXQ=");  // user:secret
+    {
+      ProxyEnvironment env(proxy.url());
+      const QString e = error_of([&] { forja::hub::plan_pull(options("forja-test/demo")); });
+      QVERIFY2(e.contains("407") && e.contains("http://user:password@host:port"), qPrintable(e));
+    }
+    {
+      ProxyEnvironment env(proxy.url("user:secret@"));
+      QVERIFY(fs::exists(forja::hub::pull(options("forja-test/demo")) / "config.json"));
+    }
+    // A proxy that is not there: the error names the proxy variables.
+    RefusingPort nothing_there;
+    ProxyEnvironment env("http://127.0.0.1:" + std::to_string(nothing_there.port()));
+    const QString e = error_of([&] { forja::hub::plan_pull(options("forja-test/sharded")); });
+    QVERIFY2(e.contains("cannot reach") && e.contains("proxy"), qPrintable(e));
   }
 
   void gatedModelNeedsItsToken() {
