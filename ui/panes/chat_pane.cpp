@@ -46,6 +46,7 @@
 #include "form_util.h"
 #include "format.h"
 #include "journal_service.h"
+#include "markdown_pieces.h"
 #if FORJA_UI_HAS_SERVE
 #include "serve_box.h"
 #endif
@@ -69,6 +70,9 @@ QString chat_title(const QString& first_message) {
   if (line.size() > kTitleChars) line = line.left(kTitleChars - 1) + QChar(0x2026);  // …
   return line;
 }
+
+// Characters of a finished answer laid out in one event-loop turn (a few milliseconds on a slow CPU).
+constexpr int kRenderPieceChars = 1500;
 
 // Model text may contain HTML; it is shown as text, not interpreted.
 constexpr auto kMarkdown =
@@ -647,20 +651,40 @@ void ChatPane::on_answered(const ChatReply& reply) {
   }
   save_exchange(pending_user_, reply.text);
   status_->setText(describe(reply));
-  // The streamed plain text gives way to the answer rendered as Markdown; the rest stays as it is. That
-  // lays the whole answer out again (for a few thousand characters of mixed scripts, tens of milliseconds on
-  // a slow CPU), so it runs in an event-loop turn of its own, after the saving above; the answer is finished
-  // (and Send enabled again) once it is rendered.
+  // The streamed plain text gives way to the answer rendered as Markdown; the rest stays as it is. Laying a
+  // long answer out takes tens of milliseconds on a slow CPU, so the parsing, the answer's pieces (a few
+  // paragraphs each) and the decoration each get an event-loop turn of their own, after the saving above,
+  // with the view's painting held until the last; the answer is finished (and Send enabled again) then.
   QTimer::singleShot(0, this, [this, rerender] {
-    if (rerender && answer_start_ >= 0 && !shown_.isEmpty()) {
+    if (!rerender || answer_start_ < 0 || shown_.isEmpty()) return finish_generation();
+    QTextDocument parsed;
+    parsed.setMarkdown(shown_.back().text, kMarkdown);
+    const QList<QTextDocumentFragment> pieces = markdown_pieces(parsed, kRenderPieceChars);
+    QTimer::singleShot(0, this, [this, pieces] {
+      conversation_->setUpdatesEnabled(false);
       QTextCursor answer(conversation_->document());
       answer.setPosition(answer_start_);
       answer.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
       answer.removeSelectedText();
-      insert_body(answer, shown_.back(), /*streaming=*/false);
-      answer_start_ = -1;
-      decorate_conversation();
-    }
+      render_answer_piece(pieces, 0);
+    });
+  });
+}
+
+void ChatPane::render_answer_piece(const QList<QTextDocumentFragment>& pieces, qsizetype index) {
+  QTextCursor c(conversation_->document());
+  c.movePosition(QTextCursor::End);  // the answer is the conversation's end
+  if (index < pieces.size()) {
+    insert_markdown_piece(c, pieces, index);
+    QTimer::singleShot(0, this, [this, pieces, index] { render_answer_piece(pieces, index + 1); });
+    return;
+  }
+  if (shown_.back().stopped) insert_stopped_note(c);
+  answer_start_ = -1;
+  QTimer::singleShot(0, this, [this] {
+    decorate_conversation();
+    conversation_->setUpdatesEnabled(true);
+    conversation_->verticalScrollBar()->setValue(conversation_->verticalScrollBar()->maximum());
     finish_generation();
   });
 }
@@ -1082,13 +1106,15 @@ void ChatPane::insert_body(QTextCursor& c, const Shown& m, bool streaming) {
     c.insertMarkdown(m.text, kMarkdown);
   else
     c.insertText(m.text, QTextCharFormat());
-  if (m.stopped) {
-    QTextCharFormat note_format;
-    note_format.setFontItalic(true);
-    note_format.setForeground(palette().color(QPalette::PlaceholderText));
-    c.insertBlock(QTextBlockFormat(), QTextCharFormat());
-    c.insertText(tr("(stopped)"), note_format);
-  }
+  if (m.stopped) insert_stopped_note(c);
+}
+
+void ChatPane::insert_stopped_note(QTextCursor& c) {
+  QTextCharFormat note_format;
+  note_format.setFontItalic(true);
+  note_format.setForeground(palette().color(QPalette::PlaceholderText));
+  c.insertBlock(QTextBlockFormat(), QTextCharFormat());
+  c.insertText(tr("(stopped)"), note_format);
 }
 
 void ChatPane::append_text(QTextBrowser* view, const QString& text) {

@@ -8,6 +8,7 @@
 // the GPU memory), on a ChatWorker thread; the GUI thread only ever queues requests and receives signals.
 #pragma once
 
+#include <QList>
 #include <QString>
 #include <QTextFormat>
 #include <QVector>
@@ -33,6 +34,7 @@ class QSpinBox;
 class QStackedWidget;
 class QTextBrowser;
 class QTextCursor;
+class QTextDocumentFragment;
 
 namespace forja {
 struct ChatRecord;
@@ -130,6 +132,10 @@ class ChatPane : public Pane {
   // Message `index` of shown_ at the cursor: its role, then its body.
   void insert_message(QTextCursor& c, qsizetype index);
   void insert_body(QTextCursor& c, const Shown& m, bool streaming);
+  void insert_stopped_note(QTextCursor& c);
+  // Piece `index` of the finished answer at the conversation's end, then the next in a turn of its own; after
+  // the last, the decoration and the end of the generation.
+  void render_answer_piece(const QList<QTextDocumentFragment>& pieces, qsizetype index);
   void append_text(QTextBrowser* view, const QString& text);
   void update_controls();
   // Writes the finished exchange to the journal (creating the chat on its first one). A journal that cannot
