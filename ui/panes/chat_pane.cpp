@@ -684,7 +684,6 @@ void ChatPane::render_answer_piece(const QList<QTextDocumentFragment>& pieces, q
   QTimer::singleShot(0, this, [this] {
     decorate_conversation();
     conversation_->setUpdatesEnabled(true);
-    conversation_->verticalScrollBar()->setValue(conversation_->verticalScrollBar()->maximum());
     finish_generation();
   });
 }
