@@ -20,15 +20,11 @@ bool in_root_frame(const QTextBlock& b, const QTextFrame* root) {
 QList<QTextDocumentFragment> markdown_pieces(const QTextDocument& doc, int chars) {
   QList<QTextDocumentFragment> pieces;
   const QTextFrame* root = doc.rootFrame();
-  QTextBlock start = doc.begin();
   int size = 0;
   int lists_end = -1;  // the position of the last item of every list begun so far
-  // Every piece but the first begins with the separator before its first block, so that inserted after the
-  // previous piece it starts that block with all of its format (a list item's list included), as inserting
-  // the whole would.
-  int from = 0;  // where the next piece begins (a block's start, or inside a long block)
+  int from = 0;        // where the next piece begins (a block's start, or inside a long block)
   auto cut_at = [&](int to) {
-    QTextCursor piece(start);
+    QTextCursor piece(doc.begin());
     piece.setPosition(from);
     piece.setPosition(to, QTextCursor::KeepAnchor);
     pieces.push_back(QTextDocumentFragment(piece));
@@ -60,8 +56,9 @@ QList<QTextDocumentFragment> markdown_pieces(const QTextDocument& doc, int chars
     // A list may run on past blocks of other lists (nested ones) but never across a cut.
     if (size >= chars && b.position() >= lists_end && in_root_frame(b, root) && in_root_frame(next, root)) {
       cut(b);
-      start = next;
-      from = next.position() - 1;  // with the separator: see above
+      // The next piece begins with the separator before its first block, so that inserted after this one it
+      // starts that block with all of its format (a list item's list included), as inserting the whole would.
+      from = next.position() - 1;
       size = 0;
     }
   }

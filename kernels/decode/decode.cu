@@ -912,7 +912,8 @@ int launch_attention(const ForjaDecodeAttention* p, cudaStream_t stream) {
   // Up to 32 dot products reduced together per warp (G keys times kMaxRep heads).
   constexpr int G = kMaxRep >= 16 ? 2 : 4;
   const bool serial = serial_attention();
-  // The prefetched group's registers fit beside the query heads' sums only up to 64 floats of them per lane.
+  // The prefetched group's registers fit beside the query heads' sums only up to 64 floats of them per lane;
+  // the last arm names kRoom, not true, so that the prefetching kernel is not even built where it cannot fit.
   constexpr bool kRoom = kMaxRep * D / kWarp < 64;
   auto kernel = baseline_kernels() || !aligned16(p->cache) ? attention_split_kernel<D, kMaxRep>
                 : serial || !kRoom ? attention_split_grouped_kernel<D, kMaxRep, G, false>
