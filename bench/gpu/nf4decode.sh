@@ -2,20 +2,32 @@
 # the CUDA build ($CLI, $OUT, step): the Mistral-7B shape with random weights quantized on the device, NF4 and
 # bf16 in the same run, each against its roofline (copy bandwidth measured in the same run / bytes a decode step
 # reads). The decoder's NF4 step runs kernels/decode's NF4 GEMV (RMSNorm / SwiGLU prologue, residual epilogue)
-# where it agrees with and beats the stock prologue + kernels/nf4 GEMV; FORJA_KERNELS=off gives the stock step.
+# where it agrees with and beats the stock prologue + kernels/nf4 GEMV; FORJA_DECODE_NF4=lut gives the
+# table-lookup GEMV instead of the tensor-core one (the A/B in one build), FORJA_KERNELS=off the stock step
+# (NF4_SKIP_OFF=1 leaves that row out: it decodes at a few tok/s). The TinyLlama shape's NF4 rows follow.
 # About 2 minutes of GPU time; `bench/gpu/qlora.sh` runs the same decode rows after its training rows.
-step "Batch-1 decode, Mistral-7B shape: NF4 base (kernels on, then off) vs bf16"
-"$CLI" bench decode --shape mistral7b --prompt 128 --new 256 --runs 3 --base-quant nf4 --json \
-  | tee "$OUT/nf4_decode.jsonl"
-FORJA_KERNELS=off "$CLI" bench decode --shape mistral7b --prompt 128 --new 256 --runs 3 --base-quant nf4 --json \
-  | sed 's/"base_quant": *"nf4"/"base_quant": "nf4 (kernels off)"/' | tee -a "$OUT/nf4_decode.jsonl"
-"$CLI" bench decode --shape mistral7b --prompt 128 --new 256 --runs 3 --json | tee -a "$OUT/nf4_decode.jsonl"
+step "Batch-1 decode: NF4 base (tensor-core GEMV, table-lookup GEMV, kernels off) vs bf16"
+: >"$OUT/nf4_decode.jsonl"
+nf4_row() {  # label, shape, then environment assignments and extra arguments for forja-cli
+  local label=$1 shape=$2
+  shift 2
+  env "$@" "$CLI" bench decode --shape "$shape" --prompt 128 --new 256 --runs 3 --json \
+    | python3 -c "import json,sys; r=json.loads([l for l in sys.stdin if l.startswith('{')][-1]); r['label']='$label'; print(json.dumps(r))" \
+    | tee -a "$OUT/nf4_decode.jsonl"
+}
+nf4_row "NF4, tensor-core GEMV" mistral7b FORJA_DECODE_NF4=mma --base-quant nf4
+nf4_row "NF4, table-lookup GEMV" mistral7b FORJA_DECODE_NF4=lut --base-quant nf4
+[ "${NF4_SKIP_OFF:-0}" = 1 ] || nf4_row "NF4, kernels off (stock step)" mistral7b FORJA_KERNELS=off --base-quant nf4
+nf4_row "bf16, kernels on" mistral7b FORJA_DECODE_NF4=mma
+nf4_row "NF4, tensor-core GEMV" tinyllama FORJA_DECODE_NF4=mma --base-quant nf4
+nf4_row "NF4, table-lookup GEMV" tinyllama FORJA_DECODE_NF4=lut --base-quant nf4
+nf4_row "bf16, kernels on" tinyllama FORJA_DECODE_NF4=mma
 python3 - "$OUT/nf4_decode.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-print("| decode, Mistral-7B shape | weight GB | tok/s | roofline tok/s | fraction |")
-print("| --- | --- | --- | --- | --- |")
+print("| shape | decode | weight GB | tok/s | roofline tok/s | fraction |")
+print("| --- | --- | --- | --- | --- | --- |")
 for r in rows:
-    print(f"| {r.get('base_quant', 'none')} | {r['weight_bytes'] / 1e9:.2f} | {r['decode_tok_s']:.1f} | "
+    print(f"| {r.get('shape', '?')} | {r['label']} | {r['weight_bytes'] / 1e9:.2f} | {r['decode_tok_s']:.1f} | "
           f"{r['roofline_tok_s']:.1f} | {r['roofline_fraction']:.2f} |")
 PY

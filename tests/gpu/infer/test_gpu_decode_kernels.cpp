@@ -549,6 +549,11 @@ int main() {
   }
   gemv_nf4_case(FORJA_DECODE_SWIGLU, 4096, 14336, 64, false, true);   // Mistral down
   gemv_nf4_case(FORJA_DECODE_RMSNORM, 333, 30016, 64, false, false);  // above 40 KB of shared memory
+  // More 16-row tiles than blocks (each block takes several, its next tile's codes requested early), with
+  // 1, 2 and 4 absmax blocks in a 128-element slice and warps holding unequal numbers of slices.
+  gemv_nf4_case(FORJA_DECODE_RMSNORM, 11264, 2048, 64, false, false);
+  gemv_nf4_case(FORJA_DECODE_PLAIN, 9000, 4224, 32, true, true);
+  gemv_nf4_case(FORJA_DECODE_SWIGLU, 5003, 1024, 128, false, true);
   gemv_nf4_speed("mistral qkv", 6144, 4096, FORJA_DECODE_RMSNORM);
   gemv_nf4_speed("mistral o", 4096, 4096, FORJA_DECODE_PLAIN);
   gemv_nf4_speed("mistral gate_up", 28672, 4096, FORJA_DECODE_RMSNORM);
