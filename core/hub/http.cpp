@@ -164,11 +164,10 @@ HttpResponse HttpClient::download(const std::string& url, std::FILE* out, uint64
   curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, curl_off_t(0));
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   *cancelled = t.cancelled;
-  if (t.write_failed)
-    throw Error(
-        "cannot write the download: " + std::string(std::strerror(t.write_errno)),
-        "Free some space on the cache's disk (or set HF_HUB_CACHE to another disk) and pull again: the "
-        "part already downloaded is kept and resumed.");
+  if (t.write_failed) {
+    broken->write_errno = t.write_errno != 0 ? t.write_errno : EIO;
+    return r;
+  }
   if (rc == CURLE_OK || t.cancelled) return r;
   if (rc == CURLE_HTTP_RETURNED_ERROR) return r;  // the caller explains the status
   if (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_PROXY)

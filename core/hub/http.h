@@ -24,9 +24,11 @@ struct HttpResponse {
 };
 
 // Returned by a download when the transfer stopped part way (connection cut, stalled, timed out): what
-// arrived is in the file and the caller resumes from there.
+// arrived is in the file and the caller resumes from there. write_errno is set instead when the file could
+// not take the bytes (a full disk): the caller, which knows the file, says so.
 struct TransferBroken {
   std::string reason;
+  int write_errno = 0;
 };
 
 class HttpClient {

@@ -6,9 +6,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -298,9 +300,15 @@ bool download_blob(HttpClient& http, const PullOptions& o, const PullPlan& plan,
         throw;
       }
       const bool flushed = std::fflush(out) == 0 && ::fsync(fileno(out)) == 0;
+      const int write_errno = broken.write_errno != 0 ? broken.write_errno : flushed ? 0 : errno;
       std::fclose(out);
       if (was_cancelled) return false;
-      if (!flushed) throw_file_error(part.string(), "cannot write (is the disk full?)");
+      if (write_errno != 0)
+        throw Error(f.path + " from " + plan.repo_id + ": cannot write " + part.string() + ": " +
+                        std::strerror(write_errno),
+                    "Free some space on the cache's disk (or set HF_HUB_CACHE to another disk) and pull "
+                    "again: the " +
+                        gib(fs::file_size(part, ec)) + " already downloaded are kept and resumed.");
       if (r.status >= 400) {
         // Bytes kept from an earlier attempt stay for the next pull to resume; an empty file is only litter.
         if (fs::file_size(part, ec) == 0) fs::remove(part, ec);

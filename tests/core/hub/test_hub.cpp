@@ -3,12 +3,15 @@
 // disk-space check, and a model pulled by repo id that then trains and generates through forja-cli.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -545,6 +548,41 @@ class TestHub : public QObject {
     const QString e = error_of([&] { forja::hub::pull(options("forja-test/demo")); });
     QVERIFY2(e.contains("not enough disk space") && e.contains("1.0 MiB free"), qPrintable(e));
     QCOMPARE(hub_->count("/cdn/"), 0);
+  }
+
+  // A disk that fills during the download, as when another program takes the space the check saw: the cache
+  // on a 1 MiB tmpfs, the free-space check told there is room. The pull stops with the file and the problem
+  // named, keeps what arrived, and resumes from it once the disk has room.
+  void diskFullDuringTheDownloadKeepsThePartAndResumes() {
+    const fs::path cache = options("forja-test/demo").settings.cache_dir;
+    fs::create_directories(cache);
+    if (::mount("tmpfs", cache.c_str(), "tmpfs", 0, "size=1m") != 0)
+      QSKIP(qPrintable(QString("mounting a tmpfs needs CAP_SYS_ADMIN, which this process lacks: ") +
+                       std::strerror(errno)));
+    struct Unmount {
+      fs::path at;
+      ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+    } unmount{cache};
+    qputenv("FORJA_TEST_FREE_BYTES", "1000000000000");
+    const QString e = error_of([&] { forja::hub::pull(options("forja-test/demo")); });
+    QVERIFY2(e.contains("model.safetensors from forja-test/demo") && e.contains("No space left on device") &&
+                 e.contains("kept and resumed"),
+             qPrintable(e));
+    const fs::path part =
+        repo_dir("forja-test/demo") / "blobs" / (demo_sha("model.safetensors") + ".incomplete");
+    QVERIFY(fs::exists(part));
+    const uint64_t kept = fs::file_size(part);
+    QVERIFY2(kept > 0 && kept < fs::file_size(kDemo / "model.safetensors"),
+             qPrintable(QString::number(kept)));
+    QVERIFY(!fs::exists(repo_dir("forja-test/demo") / "snapshots" / kDemoCommit / "model.safetensors"));
+
+    QVERIFY2(::mount("tmpfs", cache.c_str(), "tmpfs", MS_REMOUNT, "size=8m") == 0, std::strerror(errno));
+    hub_->clear_requests();
+    const fs::path snap = forja::hub::pull(options("forja-test/demo"));
+    QCOMPARE(forja::sha256_file(snap / "model.safetensors"), demo_sha("model.safetensors"));
+    bool resumed = false;
+    for (const auto& r : hub_->requests()) resumed |= r.range == "bytes=" + std::to_string(kept) + "-";
+    QVERIFY(resumed);
   }
 
   void listAndDeleteCachedModels() {
