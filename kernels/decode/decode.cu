@@ -187,10 +187,11 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
 // thread keeping its own words from the first pass to the second, so it costs one block-wide reduction.
 constexpr int kVecUnroll = 8;  // 16-byte words per lane in flight: 4 KB per warp, a TinyLlama row
 
-template <ForjaDecodePrologue P>
+// `slot(c)`: where 16-byte word c of the activation goes in `act` (a kernel may swizzle it).
+template <ForjaDecodePrologue P, typename Slot>
 __device__ __forceinline__ void compute_activation_vec(int64_t chunks, const uint4* __restrict__ x,
                                                        const uint4* __restrict__ norm_weight, float eps,
-                                                       float* red, uint4* act) {
+                                                       float* red, uint4* act, Slot slot) {
   const int tid = threadIdx.x;
   if constexpr (kNormed<P>) {
     float ss = 0;
@@ -200,19 +201,19 @@ __device__ __forceinline__ void compute_activation_vec(int64_t chunks, const uin
       unpack8(raw, v);
 #pragma unroll
       for (int e = 0; e < 8; ++e) ss = fmaf(v[e], v[e], ss);
-      act[c] = raw;  // x itself until the scale is known; this thread rewrites the same word below
+      act[slot(c)] = raw;  // x itself until the scale is known; this thread rewrites the same word below
     }
     const float r = rsqrtf(block_sum(ss, red) / static_cast<float>(chunks * 8) + eps);
     for (int64_t c = tid; c < chunks; c += blockDim.x) {
       float v[8], nw[8];
-      unpack8(act[c], v);
+      unpack8(act[slot(c)], v);
       unpack8(__ldg(norm_weight + c), nw);
       __nv_bfloat162 out[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         out[e] = __halves2bfloat162(f2bf(normed<P>(v[2 * e], r, nw[2 * e])),
                                     f2bf(normed<P>(v[2 * e + 1], r, nw[2 * e + 1])));
-      act[c] = *reinterpret_cast<const uint4*>(out);
+      act[slot(c)] = *reinterpret_cast<const uint4*>(out);
     }
   } else if constexpr (kGated<P>) {
     for (int64_t c = tid; c < chunks; c += blockDim.x) {
@@ -224,11 +225,15 @@ __device__ __forceinline__ void compute_activation_vec(int64_t chunks, const uin
       for (int e = 0; e < 4; ++e)
         out[e] = __halves2bfloat162(f2bf(gated<P>(g[2 * e], u[2 * e])),
                                     f2bf(gated<P>(g[2 * e + 1], u[2 * e + 1])));
-      act[c] = *reinterpret_cast<const uint4*>(out);
+      act[slot(c)] = *reinterpret_cast<const uint4*>(out);
     }
   } else {
-    for (int64_t c = tid; c < chunks; c += blockDim.x) act[c] = __ldg(x + c);
+    for (int64_t c = tid; c < chunks; c += blockDim.x) act[slot(c)] = __ldg(x + c);
   }
+}
+
+__device__ __forceinline__ int64_t same_slot(int64_t c) {
+  return c;
 }
 
 template <ForjaDecodePrologue P>
@@ -255,7 +260,7 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   if (row < n) load(row, 0);
 
   pdl_wait_then_release();
-  compute_activation_vec<P>(chunks, x, norm_weight, eps, red, act);
+  compute_activation_vec<P>(chunks, x, norm_weight, eps, red, act, same_slot);
   __syncthreads();
   if (act_out != nullptr && blockIdx.x == 0)
     for (int64_t c = tid; c < chunks; c += blockDim.x) act_out[c] = act[c];
@@ -314,7 +319,8 @@ __device__ __forceinline__ int64_t nf4_act_slot(int64_t i) {
   return ((c << 2) + (q ^ ((c >> 1) & 3))) * 8 + (i & 7);
 }
 
-template <ForjaDecodePrologue P>
+// VEC: the prologue reads x and the norm weight in 16-byte words and writes act_out so (all 16-byte aligned).
+template <ForjaDecodePrologue P, bool VEC>
 __global__ void __launch_bounds__(kGemvWarps* kWarp)
     gemv_nf4_kernel(int64_t n, int64_t k, const uint4* __restrict__ codes, const float* __restrict__ absmax,
                     int block_shift, const __nv_bfloat16* __restrict__ x,
@@ -360,11 +366,22 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   }
 
   pdl_wait_then_release();
-  compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) {
-    act[nf4_act_slot(i)] = v;
-    if (act_out != nullptr && blockIdx.x == 0) act_out[i] = v;
-  });
+  // Word c (elements 8c .. 8c + 7) is unit c % 4 of group c / 4: nf4_act_slot's swizzle, a word at a time.
+  const auto act_word = [](int64_t c) { return 4 * (c >> 2) + ((c & 3) ^ ((c >> 3) & 3)); };
+  if constexpr (VEC) {
+    compute_activation_vec<P>(k / 8, reinterpret_cast<const uint4*>(x),
+                              reinterpret_cast<const uint4*>(norm_weight), eps, red,
+                              reinterpret_cast<uint4*>(smem), act_word);
+  } else {
+    compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) {
+      act[nf4_act_slot(i)] = v;
+      if (act_out != nullptr && blockIdx.x == 0) act_out[i] = v;
+    });
+  }
   __syncthreads();
+  if (VEC && act_out != nullptr && blockIdx.x == 0)
+    for (int64_t c = tid; c < k / 8; c += blockDim.x)
+      reinterpret_cast<uint4*>(act_out)[c] = act4[act_word(c)];
 
   for (; tile < tiles; tile += static_cast<int64_t>(gridDim.x) * kGemvWarps) {
     float acc[kNf4Rows] = {};
@@ -415,183 +432,6 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
         y[row] = f2bf(v);
       }
     }
-  }
-}
-
-// ---- NF4 GEMV on the tensor cores ------------------------------------------------------------------------
-// The kernel above spends a shared-memory lookup, an index extraction and an FMA on every element: at the 7B
-// shape that is about as much issue time as the weights take to arrive, so the two cannot overlap. Here one
-// byte of codes (two elements) is one read of a 256-entry table of bf16 pairs, and the pair goes as it is
-// into mma.sync's A operand, the activation into B: per element half a read, half a byte permute and a
-// sixteenth of an mma. The 16 code values are rounded to bf16 (2^-9 relative) for it; absmax stays fp32.
-//
-// A block of 8 warps takes 16 rows at a time (grid-strided), warp w the 128-element slices w, w + 8, ... of
-// them. Lane (g, t) = (lane / 4, lane % 4) loads the 16-byte group t of the slice in rows g and g + 8: 64
-// contiguous bytes a row for 4 lanes. The product sums over k in any order, so in step s (0..7) the lane's
-// bytes 2s and 2s + 1 go to the mma's k = 2t, 2t + 1 and 2t + 8, 2t + 9, with the activation elements they
-// multiply in B. B's columns keep the absmax blocks apart: column c gets the lanes whose group lies in the
-// slice's c-th block (the others give it zeros), so D[row][c] is a sum under one absmax, scaled in fp32 once
-// the slice's 8 steps are done.
-//
-// The table holds a copy for every lane, lane l's in bank l (entry e at byte 256e + 4l), so a warp's 32
-// lookups never conflict, and one byte permute of the code word and 4l gives the address.
-constexpr int kMmaRows = 16;        // rows per tile
-constexpr int kMmaSliceGroups = 4;  // 16-byte groups per slice (128 elements)
-constexpr int kMmaUnroll = 4;       // slices in flight per warp
-constexpr size_t kPairTableBytes = 256 * 256;
-
-__device__ __forceinline__ void mma_bf16_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                                  uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-}
-
-// The pair of byte `b` (0..3) of a code word, from this lane's copy of the table.
-__device__ __forceinline__ uint32_t nf4_pair(const unsigned char* table, uint32_t word, uint32_t lane4,
-                                             int b) {
-  const uint32_t at = __byte_perm(word, lane4, 0x5504u | (static_cast<uint32_t>(b) << 4));  // 256·byte + 4l
-  return *reinterpret_cast<const uint32_t*>(table + at);
-}
-
-template <ForjaDecodePrologue P>
-__global__ void __launch_bounds__(kGemvWarps* kWarp)
-    gemv_nf4_mma_kernel(int64_t n, int64_t k, const uint4* __restrict__ codes,
-                        const float* __restrict__ absmax, int block_shift,
-                        const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ norm_weight,
-                        float eps, const __nv_bfloat16* __restrict__ bias, const __nv_bfloat16* residual,
-                        __nv_bfloat16* y, __nv_bfloat16* __restrict__ act_out) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ float red[kGemvWarps];
-  __shared__ float partial[kGemvWarps][kMmaRows];
-  const unsigned char* table = smem;
-  __nv_bfloat16* act = reinterpret_cast<__nv_bfloat16*>(smem + kPairTableBytes);
-  const uint4* act4 = reinterpret_cast<const uint4*>(act);
-  const int tid = threadIdx.x, warp = tid / kWarp, lane = tid % kWarp;
-  const int g = lane / 4, t = lane % 4;
-  const uint32_t lane4 = 4u * static_cast<uint32_t>(lane);
-
-  const int64_t groups = k / 32;
-  const int64_t blocks_per_row = groups >> block_shift;  // absmax values per row
-  const int64_t slices = (groups + kMmaSliceGroups - 1) / kMmaSliceGroups;
-  const int64_t tiles = (n + kMmaRows - 1) / kMmaRows;
-  const int64_t per_tile = slices > warp ? (slices - warp + kGemvWarps - 1) / kGemvWarps : 0;
-  const int64_t rounded = (per_tile + kMmaUnroll - 1) / kMmaUnroll * kMmaUnroll;
-  // A slice spans 4 >> col_shift absmax blocks; this lane's group lies in block (column) t >> col_shift.
-  const int col_shift = block_shift < 2 ? block_shift : 2;
-  const int columns = 4 >> col_shift;
-  const bool feeds_b = g == (t >> col_shift);
-
-  uint4 wq[kMmaUnroll][2];  // rows g and g + 8
-  float am[kMmaUnroll][4];  // absmax of (row g, column 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
-  auto load = [&](int64_t tile, int64_t j, int u) {
-    const int64_t slice = warp + static_cast<int64_t>(kGemvWarps) * j;
-    const int64_t grp = slice * kMmaSliceGroups + t;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int64_t row = tile * kMmaRows + g + 8 * r;
-      const bool in = row < n;
-      wq[u][r] = in && grp < groups ? __ldcs(codes + row * groups + grp) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c = 2 * t + h;
-        const int64_t first = slice * kMmaSliceGroups + (static_cast<int64_t>(c) << col_shift);
-        am[u][2 * r + h] = in && c < columns && first < groups
-                               ? __ldg(absmax + row * blocks_per_row + (first >> block_shift))
-                               : 0.0f;
-      }
-    }
-  };
-
-  // Every lane's copy of the table; the first slices' codes requested before the prologue (neither depends
-  // on an earlier kernel).
-  for (int i = tid; i < 256 * kWarp; i += blockDim.x) {
-    const int e = i / kWarp;
-    reinterpret_cast<__nv_bfloat162*>(smem)[e * 64 + i % kWarp] =
-        __floats2bfloat162_rn(kNf4CodesDevice[e >> 4], kNf4CodesDevice[e & 15]);
-  }
-  if (static_cast<int64_t>(blockIdx.x) < tiles) {
-#pragma unroll
-    for (int u = 0; u < kMmaUnroll; ++u)
-      if (u < per_tile) load(blockIdx.x, u, u);
-  }
-
-  pdl_wait_then_release();
-  compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) {
-    act[i] = v;
-    if (act_out != nullptr && blockIdx.x == 0) act_out[i] = v;
-  });
-  __syncthreads();
-
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    float tot[2] = {0.0f, 0.0f};
-    for (int64_t j0 = 0; j0 < per_tile; j0 += kMmaUnroll) {
-#pragma unroll
-      for (int u = 0; u < kMmaUnroll; ++u) {
-        const int64_t j = j0 + u;
-        if (j < per_tile) {
-          const int64_t grp = (warp + static_cast<int64_t>(kGemvWarps) * j) * kMmaSliceGroups + t;
-          uint32_t bw[16];
-          if (feeds_b && grp < groups) {
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const uint4 v = act4[grp * 4 + q];
-              bw[4 * q] = v.x, bw[4 * q + 1] = v.y, bw[4 * q + 2] = v.z, bw[4 * q + 3] = v.w;
-            }
-          } else {
-#pragma unroll
-            for (int q = 0; q < 16; ++q) bw[q] = 0;
-          }
-          const uint32_t c0[4] = {wq[u][0].x, wq[u][0].y, wq[u][0].z, wq[u][0].w};
-          const uint32_t c1[4] = {wq[u][1].x, wq[u][1].y, wq[u][1].z, wq[u][1].w};
-          float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-          for (int s = 0; s < 8; ++s) {
-            const int b = 2 * (s % 2);
-            const uint32_t a[4] = {nf4_pair(table, c0[s / 2], lane4, b), nf4_pair(table, c1[s / 2], lane4, b),
-                                   nf4_pair(table, c0[s / 2], lane4, b + 1),
-                                   nf4_pair(table, c1[s / 2], lane4, b + 1)};
-            mma_bf16_m16n8k16(d, a, bw[2 * s], bw[2 * s + 1]);
-          }
-          tot[0] = fmaf(d[0], am[u][0], fmaf(d[1], am[u][1], tot[0]));
-          tot[1] = fmaf(d[2], am[u][2], fmaf(d[3], am[u][3], tot[1]));
-        }
-        // Refill the slot: this tile's next batch, or the next tile's first where this was the last.
-        const int64_t next = j + kMmaUnroll;
-        if (next < per_tile) {
-          load(tile, next, u);
-        } else if (next - rounded >= 0 && next - rounded < per_tile && tile + gridDim.x < tiles) {
-          load(tile + gridDim.x, next - rounded, u);
-        }
-      }
-    }
-    // Lanes t = 0..3 hold the columns 2t, 2t + 1 of rows g and g + 8.
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      tot[r] += __shfl_xor_sync(0xffffffffu, tot[r], 1);
-      tot[r] += __shfl_xor_sync(0xffffffffu, tot[r], 2);
-    }
-    if (t == 0) {
-      partial[warp][g] = tot[0];
-      partial[warp][g + 8] = tot[1];
-    }
-    __syncthreads();
-    if (tid < kMmaRows) {
-      const int64_t row = tile * kMmaRows + tid;
-      float v = 0.0f;
-#pragma unroll
-      for (int w = 0; w < kGemvWarps; ++w) v += partial[w][tid];
-      if (row < n) {
-        if (bias != nullptr) v += bf2f(bias[row]);
-        if (residual != nullptr) v += bf2f(residual[row]);
-        y[row] = f2bf(v);
-      }
-    }
-    __syncthreads();
   }
 }
 
@@ -699,58 +539,15 @@ int dispatch_vec(const ForjaDecodeGemv* p, cudaStream_t stream) {
   return vec_io && !baseline_kernels() ? launch_gemv_vec<P>(p, stream) : launch_gemv<P, true>(p, stream);
 }
 
-// FORJA_DECODE_NF4=lut runs the table-lookup NF4 GEMV instead of the tensor-core one: the A/B of the two in
-// one build (test_gpu_decode_kernels' speed lines, bench/gpu/nf4decode.sh).
-bool nf4_lookup_kernel() {
-  static const bool on = [] {
-    const char* v = std::getenv("FORJA_DECODE_NF4");
-    return v != nullptr && std::string_view(v) == "lut";
-  }();
-  return on;
-}
-
-int smem_per_sm() {
-  static int bytes[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 100 * 1024;
-  if (bytes[dev] == 0) {
-    int b = 0;
-    if (cudaDeviceGetAttribute(&b, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess || b <= 0)
-      b = 100 * 1024;
-    bytes[dev] = b;
-  }
-  return bytes[dev];
-}
-
-template <ForjaDecodePrologue P>
-int launch_gemv_nf4_mma(const ForjaDecodeGemvNf4* p, int shift, cudaStream_t stream) {
-  const size_t smem = kPairTableBytes + static_cast<size_t>(p->k) * sizeof(__nv_bfloat16);
-  auto kernel = gemv_nf4_mma_kernel<P>;
-  const cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (e != cudaSuccess) return static_cast<int>(e);
-  // As many blocks as fit an SM's shared memory (each also has 1 KB reserved and ~1 KB static), at most two
-  // (the registers of two blocks of 256 threads), one wave, grid-strided over the 16-row tiles.
-  const int64_t fit = static_cast<int64_t>(smem_per_sm()) / static_cast<int64_t>(smem + 2048);
-  const int64_t per_sm = fit < 1 ? 1 : (fit > 2 ? 2 : fit);
-  const int64_t tiles = (p->n + kMmaRows - 1) / kMmaRows;
-  const int64_t cap = static_cast<int64_t>(sm_count()) * per_sm;
-  const unsigned blocks = static_cast<unsigned>(tiles < cap ? tiles : cap);
-  return launch(kernel, blocks, kGemvWarps * kWarp, smem, stream, p->n, p->k,
-                reinterpret_cast<const uint4*>(p->codes), p->absmax, shift,
-                static_cast<const __nv_bfloat16*>(p->x), static_cast<const __nv_bfloat16*>(p->norm_weight),
-                p->eps, static_cast<const __nv_bfloat16*>(p->bias),
-                static_cast<const __nv_bfloat16*>(p->residual), static_cast<__nv_bfloat16*>(p->y),
-                static_cast<__nv_bfloat16*>(p->act_out));
-}
-
 template <ForjaDecodePrologue P>
 int launch_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t stream) {
   int shift = 0;
   while ((int64_t{32} << shift) < p->block_size) ++shift;  // block_size = 32 · 2^shift (checked)
-  if (!nf4_lookup_kernel() && !baseline_kernels()) return launch_gemv_nf4_mma<P>(p, shift, stream);
+  // The 16-byte prologue reads x, the norm weight and act_out in 16-byte words.
+  const bool vec_io = aligned16(p->x) && (!kNormed<P> || aligned16(p->norm_weight)) &&
+                      (p->act_out == nullptr || aligned16(p->act_out));
   const size_t smem = static_cast<size_t>(p->k) * sizeof(__nv_bfloat16);
-  auto kernel = gemv_nf4_kernel<P>;
+  auto kernel = vec_io && !baseline_kernels() ? gemv_nf4_kernel<P, true> : gemv_nf4_kernel<P, false>;
   if (smem > 40 * 1024) {  // 48 KB less the static shared memory
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));

@@ -5,7 +5,7 @@
  *    layer's RMSNorm, or SwiGLU of a fused [gate | up] vector, computed by every block into shared memory
  *    (the projection and the operation before it in one launch);
  *  - forja_decode_gemv_nf4: the same over a 4-bit NF4 weight (QLoRA's base, kernels/nf4's format), every
- *    4-bit code read once, two codes at a time turned into a bf16 pair and multiplied on the tensor cores;
+ *    4-bit code read once, the activation shared by two rows per warp;
  *  - forja_decode_rope_kv_bf16: rotary embedding of the token's q and k heads at the position read from
  *    device memory, q in place, k and v written into the KV cache slot;
  *  - forja_decode_rms_norm_bf16: the RMSNorm of each row of a small matrix (q/k heads, one hidden vector),
@@ -70,8 +70,7 @@ typedef struct ForjaDecodeGemv {
 /* The same product over an NF4 weight: w[r, c] = code[index(r·k + c)] · absmax[(r·k + c) / block_size] in
  * fp32 (forja_kernels/nf4.h: element 2i in the high nibble of byte i, the QLoRA paper's 16 code values), with
  * plain fp32 absmax (a double-quantized weight's absmax decoded first). y = bf16(Σ act·w + bias + residual),
- * the sum in fp32, rounded once. The tensor-core kernel multiplies the 16 code values rounded to bf16 (2^-9
- * relative) and scales each block's sum by its fp32 absmax; FORJA_DECODE_NF4=lut keeps them in fp32. Shapes: k a multiple of 32 and of block_size, block_size a power of two
+ * the sum in fp32, rounded once. Shapes: k a multiple of 32 and of block_size, block_size a power of two
  * >= 32 (a 16-byte group of codes lies in one block and a row in whole blocks), codes 16-byte aligned: every
  * Llama-sized layer quantized with core/quant's block sizes. */
 typedef struct ForjaDecodeGemvNf4 {
