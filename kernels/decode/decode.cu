@@ -232,10 +232,6 @@ __device__ __forceinline__ void compute_activation_vec(int64_t chunks, const uin
   }
 }
 
-__device__ __forceinline__ int64_t same_slot(int64_t c) {
-  return c;
-}
-
 template <ForjaDecodePrologue P>
 __global__ void __launch_bounds__(kGemvWarps* kWarp)
     gemv_vec_kernel(int64_t n, int64_t k, const uint4* __restrict__ w, const uint4* __restrict__ x,
@@ -260,7 +256,7 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   if (row < n) load(row, 0);
 
   pdl_wait_then_release();
-  compute_activation_vec<P>(chunks, x, norm_weight, eps, red, act, same_slot);
+  compute_activation_vec<P>(chunks, x, norm_weight, eps, red, act, [](int64_t c) { return c; });
   __syncthreads();
   if (act_out != nullptr && blockIdx.x == 0)
     for (int64_t c = tid; c < chunks; c += blockDim.x) act_out[c] = act[c];
@@ -314,9 +310,13 @@ constexpr int kNf4Unroll = 4;
 
 __constant__ float kNf4CodesDevice[16] = {FORJA_NF4_CODE_VALUES};
 
+// Where 16-byte unit w (elements 8w .. 8w + 7: unit w % 4 of group w / 4) is stored, and element i.
+__device__ __forceinline__ int64_t nf4_act_unit(int64_t w) {
+  const int64_t c = w >> 2, q = w & 3;
+  return (c << 2) + (q ^ ((c >> 1) & 3));
+}
 __device__ __forceinline__ int64_t nf4_act_slot(int64_t i) {
-  const int64_t c = i >> 5, q = (i >> 3) & 3;
-  return ((c << 2) + (q ^ ((c >> 1) & 3))) * 8 + (i & 7);
+  return nf4_act_unit(i >> 3) * 8 + (i & 7);
 }
 
 // VEC: the prologue reads x and the norm weight in 16-byte words and writes act_out so (all 16-byte aligned).
@@ -366,12 +366,10 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   }
 
   pdl_wait_then_release();
-  // Word c (elements 8c .. 8c + 7) is unit c % 4 of group c / 4: nf4_act_slot's swizzle, a word at a time.
-  const auto act_word = [](int64_t c) { return 4 * (c >> 2) + ((c & 3) ^ ((c >> 3) & 3)); };
   if constexpr (VEC) {
     compute_activation_vec<P>(k / 8, reinterpret_cast<const uint4*>(x),
                               reinterpret_cast<const uint4*>(norm_weight), eps, red,
-                              reinterpret_cast<uint4*>(smem), act_word);
+                              reinterpret_cast<uint4*>(smem), [](int64_t w) { return nf4_act_unit(w); });
   } else {
     compute_activation<P>(k, x, norm_weight, eps, red, [&](int64_t i, __nv_bfloat16 v) {
       act[nf4_act_slot(i)] = v;
@@ -381,7 +379,7 @@ __global__ void __launch_bounds__(kGemvWarps* kWarp)
   __syncthreads();
   if (VEC && act_out != nullptr && blockIdx.x == 0)
     for (int64_t c = tid; c < k / 8; c += blockDim.x)
-      reinterpret_cast<uint4*>(act_out)[c] = act4[act_word(c)];
+      reinterpret_cast<uint4*>(act_out)[c] = act4[nf4_act_unit(c)];
 
   for (; tile < tiles; tile += static_cast<int64_t>(gridDim.x) * kGemvWarps) {
     float acc[kNf4Rows] = {};
@@ -541,8 +539,6 @@ int dispatch_vec(const ForjaDecodeGemv* p, cudaStream_t stream) {
 
 template <ForjaDecodePrologue P>
 int launch_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t stream) {
-  int shift = 0;
-  while ((int64_t{32} << shift) < p->block_size) ++shift;  // block_size = 32 · 2^shift (checked)
   // The 16-byte prologue reads x, the norm weight and act_out in 16-byte words.
   const bool vec_io = aligned16(p->x) && (!kNormed<P> || aligned16(p->norm_weight)) &&
                       (p->act_out == nullptr || aligned16(p->act_out));
@@ -553,6 +549,8 @@ int launch_gemv_nf4(const ForjaDecodeGemvNf4* p, cudaStream_t stream) {
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return static_cast<int>(e);
   }
+  int shift = 0;
+  while ((int64_t{32} << shift) < p->block_size) ++shift;  // block_size = 32 · 2^shift (checked)
   const int64_t tiles = (p->n + kNf4Rows - 1) / kNf4Rows;
   const int64_t want = (tiles + kGemvWarps - 1) / kGemvWarps;
   // Two blocks of 256 threads fit an SM at the kernel's ~128 registers a thread: one wave, grid-strided.
