@@ -56,6 +56,7 @@ struct Monitor::Impl {
         if (nvml.DeviceGetHandleByIndex(i, &dev) != nvml::kSuccess) continue;
         GpuSample g;
         g.index = static_cast<int>(i);
+        g.name = nvml::device_string(nvml.DeviceGetName, dev);
         nvml::Memory mem{};
         if (nvml.DeviceGetMemoryInfo && nvml.DeviceGetMemoryInfo(dev, &mem) == nvml::kSuccess) {
           g.memory_used = mem.used;

@@ -95,6 +95,13 @@ std::vector<Process> running_processes(const Library& lib, Device dev) {
   return out;
 }
 
+std::string device_string(Return (*fn)(Device, char*, unsigned), Device dev) {
+  if (!fn) return {};
+  char buf[kStringBuffer] = {};
+  if (fn(dev, buf, sizeof(buf)) != kSuccess) return {};
+  return buf;
+}
+
 std::string process_name(unsigned pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
   std::string name;

@@ -111,6 +111,9 @@ struct Process {
 };
 std::vector<Process> running_processes(const Library& lib, Device dev);
 
+// A device's string property (its name, its UUID) through one of NVML's getters; empty when it fails.
+std::string device_string(Return (*fn)(Device, char*, unsigned), Device dev);
+
 // The name of a process from /proc/<pid>/comm; empty when it cannot be read (another PID namespace).
 std::string process_name(unsigned pid);
 

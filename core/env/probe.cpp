@@ -129,13 +129,6 @@ ToolkitInfo probe_toolkit(const std::string& override_path) {
   return t;
 }
 
-std::string nvml_string(nvml::Return (*fn)(nvml::Device, char*, unsigned), nvml::Device dev) {
-  if (!fn) return {};
-  char buf[nvml::kStringBuffer] = {};
-  if (fn(dev, buf, sizeof(buf)) != nvml::kSuccess) return {};
-  return buf;
-}
-
 template <typename Fn>
 unsigned nvml_uint(Fn fn, nvml::Device dev) {
   unsigned v = 0;
@@ -146,8 +139,8 @@ unsigned nvml_uint(Fn fn, nvml::Device dev) {
 GpuInfo gpu_from_nvml(const nvml::Library& lib, unsigned index, nvml::Device dev, unsigned self_pid) {
   GpuInfo g;
   g.index = static_cast<int>(index);
-  g.name = nvml_string(lib.DeviceGetName, dev);
-  g.uuid = nvml_string(lib.DeviceGetUUID, dev);
+  g.name = nvml::device_string(lib.DeviceGetName, dev);
+  g.uuid = nvml::device_string(lib.DeviceGetUUID, dev);
   nvml::Memory mem{};
   if (lib.DeviceGetMemoryInfo && lib.DeviceGetMemoryInfo(dev, &mem) == nvml::kSuccess) {
     g.memory_total = mem.total;

@@ -1035,6 +1035,10 @@ Ajustado: %2</translation>
         <translation>GPU %1</translation>
     </message>
     <message>
+        <source>GPU %1 · %2</source>
+        <translation>GPU %1 · %2</translation>
+    </message>
+    <message>
         <source>memory used (GiB)</source>
         <translation>memória usada (GiB)</translation>
     </message>

@@ -17,12 +17,14 @@
 
 #include "about_dialog.h"
 #include "error_box.h"
+#include "forja/env.h"
 #include "format.h"
 #include "gpu_monitor_service.h"
 #include "jobs/job.h"
 #include "main_window.h"
 #include "panes/doctor_pane.h"
 #include "panes/gpu_pane.h"
+#include "plot.h"
 #include "settings.h"
 #include "settings_dialog.h"
 #include "ui_init.h"
@@ -48,6 +50,17 @@ void use_no_driver() {
   qputenv("FORJA_CUDA_DRIVER_LIBRARY", "/nonexistent/libcuda.so.1");
   qputenv("FORJA_NVIDIA_VERSION_FILE", "/nonexistent/version");
 }
+
+// The Doctor's conclusions below are those of a CPU-only LibTorch (Debian's) on the scripted driver. A
+// LibTorch built with CUDA reaches the machine's real driver past the fake one, so its conclusions are not
+// the script's: test_gpu_window checks that build's Doctor on the real GPU.
+bool libtorch_has_cuda() {
+  forja::env::ProbeOptions options;
+  options.probe_nvcc = false;
+  return forja::env::probe(options).torch.built_with_cuda;
+}
+constexpr const char* kCpuOnlyScenario =
+    "this scenario is a CPU-only LibTorch's view of the scripted driver; this LibTorch has CUDA";
 
 QStringList finding_ids(DoctorPane* pane) {
   auto* tree = pane->findChild<QTreeWidget*>(QStringLiteral("doctorFindings"));
@@ -98,6 +111,7 @@ void TestGpuPanes::cleanup() {
 void TestGpuPanes::doctorSaysTheWorkRunsOnTheCpuAndWhy() {
   // healthy.json: one RTX 4090 on driver 550.54.14. This build links Debian's CPU-only LibTorch, so the GPU
   // is there but unusable: the most common silent-CPU trap, which the banner must say out loud.
+  if (libtorch_has_cuda()) QSKIP(kCpuOnlyScenario);
   use_scenario("healthy.json");
   open_window();
   DoctorPane* pane = window_->doctor_pane();
@@ -118,6 +132,7 @@ void TestGpuPanes::doctorSaysTheWorkRunsOnTheCpuAndWhy() {
 }
 
 void TestGpuPanes::doctorWithoutDriver() {
+  if (libtorch_has_cuda()) QSKIP(kCpuOnlyScenario);
   use_no_driver();
   open_window();
   DoctorPane* pane = window_->doctor_pane();
@@ -162,6 +177,12 @@ void TestGpuPanes::gpuPanePlotsLiveSamples() {
   interval->setValue(100);  // the spin box drives the sampler
   QCOMPARE(service->interval().count(), 100);
   QTRY_VERIFY_WITH_TIMEOUT(pane->plotted_points(0) >= 3, 10000);
+  // The plot is titled with nvidia-smi's index and the driver's name of the card.
+  auto* plot = pane->findChild<QCustomPlot*>(QStringLiteral("gpuPlot0"));
+  QVERIFY(plot);
+  auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+  QVERIFY(title);
+  QCOMPARE(title->text(), QStringLiteral("GPU 0 · NVIDIA GeForce RTX 4090"));
   // The status bar shows the same GPU: healthy.json's 1 GiB used of 24564 MiB, 37% busy.
   const QString status = window_->findChild<QLabel*>(QStringLiteral("gpuStatus"))->text();
   QVERIFY2(status.contains(QStringLiteral("GPU0")) && status.contains(QStringLiteral("37%")),
@@ -219,6 +240,7 @@ void TestGpuPanes::settingsListTheGpusAndKeepTheChoice() {
 void TestGpuPanes::doctorSpeaksTheWindowsLanguage() {
   // The findings come from the engine as templates; in a Portuguese window they read in Portuguese, with the
   // machine's facts (the fake's RTX 4090) filled in.
+  if (libtorch_has_cuda()) QSKIP(kCpuOnlyScenario);
   use_scenario("healthy.json");
   QVERIFY(forja::ui::install_translations(QLocale(QStringLiteral("pt_BR"))));
   open_window();

@@ -78,13 +78,17 @@ GpuPane::GpuPane(AppContext& context, QWidget* parent) : Pane(context, parent) {
   connect(gpu, &GpuMonitorService::sampled, this, &GpuPane::add_sample);
 }
 
-QCustomPlot* GpuPane::plot_for(int index) {
+QCustomPlot* GpuPane::plot_for(const forja::env::GpuSample& gpu) {
+  const int index = gpu.index;
   if (auto it = plots_.find(index); it != plots_.end()) return *it;
   auto* plot = new QCustomPlot;
   plot->setObjectName(QStringLiteral("gpuPlot%1").arg(index));
   plot->setMinimumHeight(180);
   plot->plotLayout()->insertRow(0);
-  plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, tr("GPU %1").arg(index)));
+  // The index is nvidia-smi's; the name tells the cards of a mixed machine apart.
+  const QString title = gpu.name.empty() ? tr("GPU %1").arg(index)
+                                         : tr("GPU %1 · %2").arg(index).arg(QString::fromStdString(gpu.name));
+  plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title));
   QCPGraph* memory = plot->addGraph(plot->xAxis, plot->yAxis);
   memory->setName(tr("memory used (GiB)"));
   memory->setPen(QPen(series_color(0, palette()), 2));
@@ -107,7 +111,7 @@ QCustomPlot* GpuPane::plot_for(int index) {
 void GpuPane::add_sample(const forja::env::Sample& sample) {
   const double t = static_cast<double>(sample.since_start.count()) / 1000.0;
   for (const auto& g : sample.gpus) {
-    QCustomPlot* plot = plot_for(g.index);
+    QCustomPlot* plot = plot_for(g);
     plot->graph(0)->addData(t, static_cast<double>(g.memory_used) / kGiB);
     if (g.gpu_util_percent) plot->graph(1)->addData(t, *g.gpu_util_percent);
     // Old points beyond the window are dropped so a day-long run does not grow the plot without bound.

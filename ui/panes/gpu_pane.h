@@ -39,7 +39,7 @@ class GpuPane : public Pane {
 
  private:
   void add_sample(const forja::env::Sample& sample);
-  QCustomPlot* plot_for(int index);
+  QCustomPlot* plot_for(const forja::env::GpuSample& gpu);
   void update_processes(const forja::env::Sample& sample);
 
   ErrorBox* notice_;

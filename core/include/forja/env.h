@@ -105,13 +105,15 @@ struct Finding {
   Severity severity = Severity::info;
   std::string problem;  // one sentence: what is wrong
   std::string fix;      // one sentence: what to do
-  // The same sentences as English templates with %1, %2 … and what fills them (versions, names, paths), so that
-  // the window can say them in its own language; problem == fill_template(problem_template, problem_args).
+  // The same sentences as English templates with %1, %2 … and what fills them (versions, names, paths), so
+  // that the window can say them in its own language; problem == fill_template(problem_template,
+  // problem_args).
   std::string problem_template, fix_template;
   std::vector<std::string> problem_args, fix_args;
 };
 
-// `tmpl` with each %1 … %9 replaced by args[0] … args[8], in one pass (an argument's own "%1" stays as it is).
+// `tmpl` with each %1 … %9 replaced by args[0] … args[8], in one pass (an argument's own "%1" stays as it
+// is).
 std::string fill_template(const std::string& tmpl, const std::vector<std::string>& args);
 
 // Between two GPUs CUDA lists (CUDA indices): whether `from` reaches `to`'s memory directly.
@@ -161,6 +163,7 @@ struct ProcessSample {
 
 struct GpuSample {
   int index = 0;
+  std::string name;  // "NVIDIA H200"; empty when the driver does not say
   uint64_t memory_used = 0;
   uint64_t memory_total = 0;
   std::optional<unsigned> gpu_util_percent;

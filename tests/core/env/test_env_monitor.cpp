@@ -38,6 +38,7 @@ class TestEnvMonitor : public QObject {
     QCOMPARE(s.gpus.size(), size_t(1));
     const GpuSample& g = s.gpus[0];
     // The values scripted in scenarios/healthy.json.
+    QCOMPARE(g.name, std::string("NVIDIA GeForce RTX 4090"));
     QCOMPARE(g.memory_total, uint64_t(25757220864));
     QCOMPARE(g.memory_used, uint64_t(1073741824));
     QCOMPARE(g.gpu_util_percent, std::optional<unsigned>(37));
