@@ -319,7 +319,8 @@ int run_train(forja::cli::Args& args) {
   if (json_progress) {
     nlohmann::ordered_json done = {{"event", "done"},          {"outcome", outcome_name(r.outcome)},
                                    {"steps", r.steps_done},    {"resumed_from_step", r.resumed_from_step},
-                                   {"adapter", r.adapter_dir}, {"checkpoint", r.last_checkpoint}};
+                                   {"adapter", r.adapter_dir}, {"checkpoint", r.last_checkpoint},
+                                   {"device", r.device}};
     if (const auto& o = r.out_of_memory) {
       done["out_of_memory"] = {{"message", o->message}, {"error", o->error}, {"found", o->found}};
       if (o->found)
@@ -340,7 +341,8 @@ int run_train(forja::cli::Args& args) {
 
 FORJA_CLI_COMMAND(
     train, "Fine-tune a model with LoRA, headless (resumes from its last checkpoint)",
-    "train <config.json|yaml> [--pull] [--json-progress] [--journal PATH | --no-journal] [--nproc N | --gpus N "
+    "train <config.json|yaml> [--pull] [--json-progress] [--journal PATH | --no-journal] [--nproc N | --gpus "
+    "N "
     "[--nnodes N --node-rank R --master-addr HOST --master-port PORT]]\n"
     "       forja-cli train --print-config --model DIR --train-file FILE   (a complete commented YAML "
     "config)\n"

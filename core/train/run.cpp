@@ -310,6 +310,7 @@ TrainResult run_training(const TrainConfig& config, BatchSource& data, const std
   const auto lock = writes ? lock_output_dir(config.output_dir) : nullptr;
   if (writes) tidy_checkpoint_root(ckpt_root);
   TrainResult result;
+  result.device = device.str();
   RunState state;
   state.total_steps = config.max_steps;
   state.config_json = config_json;

@@ -523,9 +523,10 @@ void TrainPane::on_finished(const QJsonObject& r) {
   status_->setText(outcome == QLatin1String("paused")
                        ? tr("Paused at step %1 with a checkpoint. Resume continues from it.")
                              .arg(r.value(QStringLiteral("steps")).toInteger())
-                       : tr("Run %1 after %2 steps. Adapter: %3")
+                       : tr("Run %1 after %2 steps on %3. Adapter: %4")
                              .arg(outcome_text(outcome))
                              .arg(r.value(QStringLiteral("steps")).toInteger())
+                             .arg(device_display_name(r.value(QStringLiteral("device")).toString()))
                              .arg(QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString())));
   log(tr("worker: %1").arg(outcome));
   const QJsonObject oom = r.value(QStringLiteral("out_of_memory")).toObject();

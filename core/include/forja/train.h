@@ -136,6 +136,7 @@ struct TrainResult {
   int64_t resumed_from_step = 0;  // 0: a fresh start
   std::string adapter_dir;        // the final adapter (PEFT format)
   std::string last_checkpoint;
+  std::string device;                              // where it trained, as LibTorch names it: "cuda:0", "cpu"
   std::vector<std::string> warnings;               // e.g. a corrupt checkpoint that was skipped
   std::optional<OutOfMemoryAdvice> out_of_memory;  // set when the run paused because memory ran out
 };
