@@ -91,7 +91,9 @@ ExportDialog::ExportDialog(const QString& run_name, const QString& folder, QWidg
   destination_->setObjectName(QStringLiteral("exportDestination"));
   auto* browse = new QPushButton(tr("Browse…"));
   connect(browse, &QPushButton::clicked, this, [this] {
-    const Format& f = format_of(format());
+    // Named: GCC 13 takes a table reference looked up from a temporary for a dangling one.
+    const QString code = format();
+    const Format& f = format_of(code);
     const QString path =
         *f.extension
             ? QFileDialog::getSaveFileName(this, tr("Export to"), destination(), tr("GGUF files (*.gguf)"))
@@ -162,7 +164,8 @@ void ExportDialog::set_destination(const QString& path) {
 }
 
 void ExportDialog::format_changed() {
-  const Format& f = format_of(format());
+  const QString code = format();
+  const Format& f = format_of(code);
   dtype_->setEnabled(f.types);
   note_->setText(tr(f.note));
   // The proposed destination follows the format, unless the user chose one of their own.
