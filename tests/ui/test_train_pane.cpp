@@ -407,9 +407,21 @@ void TestTrainPane::killedWorkerIsInterruptedThenResumes() {
   runs = window_->runs_pane()->findChild<QTreeWidget*>(QStringLiteral("runList"));
   // Resume: the same config and output folder continue from the last checkpoint.
   QSignalSpy finished(pane_, &TrainPane::run_finished);
+  QSignalSpy failed(pane_, &TrainPane::run_failed);
+  auto* error = pane_->findChild<forja::ui::ErrorBox*>(QStringLiteral("trainError"));
+  const auto what_the_pane_says = [&] {
+    return QStringLiteral("%1 %2\n%3")
+        .arg(error->message(), error->hint(),
+             pane_->findChild<QPlainTextEdit*>(QStringLiteral("trainLog"))->toPlainText());
+  };
   QTest::mouseClick(start, Qt::LeftButton);
   forja::test::settle_journal(window_);
-  QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+  // A resume that never gets going says why (what the pane shows) rather than running into the long wait.
+  QTRY_VERIFY2_WITH_TIMEOUT(pane_->running() || !finished.isEmpty() || !failed.isEmpty(),
+                            qPrintable(what_the_pane_says()), 30000);
+  QTRY_VERIFY2_WITH_TIMEOUT(!finished.isEmpty() || !failed.isEmpty(), qPrintable(what_the_pane_says()),
+                            120000);
+  QVERIFY2(failed.isEmpty(), qPrintable(what_the_pane_says()));
   const QJsonObject r = finished.at(0).at(0).toJsonObject();
   QVERIFY2(r.value(QStringLiteral("resumed_from_step")).toInt() >= 5,
            qPrintable(QJsonDocument(r).toJson(QJsonDocument::Compact)));
