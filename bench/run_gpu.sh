@@ -8,6 +8,7 @@
 #                            setting it measured to fit, and resuming with that setting finishes
 #   bench/run_gpu.sh "A B"   the topic scripts bench/gpu/A.sh, bench/gpu/B.sh in turn (`tests` = the GPU suites), after
 #                            the build; each sees $CLI, $OUT and the helpers step/gpu_tests
+#   bench/run_gpu.sh window  the window built against this LibTorch with the carried Qt (bench/gpu/window.sh)
 #   bench/run_gpu.sh checks  GPU tests, kernels bench, a Forja adapter and merged export in PEFT / transformers,
 #                            the 50-step bf16 loss curve vs PEFT, and the demo model (resources/demo/make_demo.py)
 # Logs go to $OUT, packed into $OUT/logs.tgz (at most 8 files come back). part1 runs the peer
@@ -24,10 +25,19 @@ configure_and_build() {
   step configure and build
   P=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
   # The window needs Qt and the journal needs sqlite3.h, neither of which is there; the tokenizer builds when the
-  # sentencepiece development files are found, else it is left out too (and so is its benchmark).
-  if [[ ! -f build-cuda/build.ninja ]]; then
-    if ! cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="${SKIP_AREAS:-store}" -DCMAKE_BUILD_TYPE=Release \
-        -DCMAKE_PREFIX_PATH="$P" -DCMAKE_CUDA_ARCHITECTURES=90-real >"$OUT/cmake.log" 2>&1; then
+  # sentencepiece development files are found, else it is left out too (and so is its benchmark). The window
+  # topic brings Qt and SQLite's header along (bench/gpu/qt_carry.sh), and so builds the window and the journal.
+  local ui=(-DFORJA_BUILD_UI=OFF) prefix=$P skip=${SKIP_AREAS:-store}
+  if [[ " $mode " == *" window "* ]]; then
+    source bench/gpu/qt_carry.sh use || exit 1
+    read -ra ui <<<"$QT_CARRY_CMAKE_ARGS"
+    prefix="$P;$QT_CARRY_PREFIX" skip=${SKIP_AREAS:-}
+    rm -f build-cuda/CMakeCache.txt  # a warm machine's engine-only configuration would keep the window out
+  fi
+  if [[ ! -f build-cuda/build.ninja || ! -f build-cuda/CMakeCache.txt ]]; then
+    if ! cmake -S . -B build-cuda -G Ninja "${ui[@]}" -DFORJA_SKIP_AREAS="$skip" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_ARCHITECTURES=90-real >"$OUT/cmake.log" 2>&1; then
+      [[ " $mode " == *" window "* ]] && { grep -A12 "CMake Error" "$OUT/cmake.log" | head -60; exit 1; }
       echo "configure with the tokenizer failed (see cmake.log); without it"
       rm -rf build-cuda
       cmake -S . -B build-cuda -G Ninja -DFORJA_BUILD_UI=OFF -DFORJA_SKIP_AREAS="tokenizer;store;data" \
