@@ -101,11 +101,7 @@ MainWindow* TestGpuPanes::open_window() {
 }
 
 void TestGpuPanes::cleanup() {
-  QVERIFY(forja::ui::Job::cancel_all_and_wait(5000));
-  delete window_;
-  window_ = nullptr;
-  delete tmp_;
-  tmp_ = nullptr;
+  QVERIFY(forja::test::close_window(window_, tmp_));
 }
 
 void TestGpuPanes::doctorSaysTheWorkRunsOnTheCpuAndWhy() {

@@ -157,11 +157,7 @@ void TestGpuWindow::initTestCase() {
 
 void TestGpuWindow::cleanupTestCase() {
   if (window_ && window_->train_pane()->running()) window_->train_pane()->stop();
-  QVERIFY(forja::ui::Job::cancel_all_and_wait(5000));
-  delete window_;
-  window_ = nullptr;
-  delete tmp_;
-  tmp_ = nullptr;
+  QVERIFY(forja::test::close_window(window_, tmp_));
 }
 
 void TestGpuWindow::open_demo_model() {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "forja/journal.h"
+#include "jobs/job.h"
 #include "journal_service.h"
 #include "main_window.h"
 #include "ui_init.h"
@@ -38,6 +39,17 @@ inline void settle_journal(forja::ui::MainWindow* window) {
     journal->wait_for_requests();
     QCoreApplication::sendPostedEvents();
   } while (journal->requests_made() != seen);
+}
+
+// The end of a test's window: its jobs cancelled (false if one would not stop in time), then the window and
+// its temporary folder deleted either way.
+[[nodiscard]] inline bool close_window(forja::ui::MainWindow*& window, QTemporaryDir*& dir) {
+  const bool stopped = forja::ui::Job::cancel_all_and_wait(5000);
+  delete window;
+  window = nullptr;
+  delete dir;
+  dir = nullptr;
+  return stopped;
 }
 
 // The window's journal as it stands once settled, read through a connection of the test's own.
