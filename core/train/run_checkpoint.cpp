@@ -51,15 +51,23 @@ std::optional<int64_t> step_of(const fs::path& dir) {
   return step;
 }
 
-std::vector<std::pair<std::string, at::Tensor>> generator_states() {
+// The device the run trains on: where its adapters are.
+at::Device run_device(const LoraAdapters& adapters) {
+  const auto params = adapters.parameters();
+  return params.empty() ? at::Device(at::kCPU) : params.front().device();
+}
+
+// The CPU generator's state, and the run's GPU's when it trains on one: a run on the CPU never touches CUDA,
+// which would cost it a CUDA context (time, GPU memory) on a machine that has a GPU.
+std::vector<std::pair<std::string, at::Tensor>> generator_states(const at::Device& device) {
   std::vector<std::pair<std::string, at::Tensor>> out;
   auto cpu = at::globalContext().defaultGenerator(at::kCPU);
   {
     std::lock_guard<std::mutex> lock(cpu.mutex());
     out.emplace_back("cpu", cpu.get_state());
   }
-  if (at::hasCUDA()) {
-    auto cuda = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
+  if (device.is_cuda()) {
+    auto cuda = at::globalContext().defaultGenerator(device);
     std::lock_guard<std::mutex> lock(cuda.mutex());
     out.emplace_back("cuda", cuda.get_state());
   }
@@ -108,7 +116,7 @@ fs::path save_run_checkpoint(const fs::path& root, const LoraAdapters& adapters,
     write_file_atomic(tmp / "optimizer.safetensors",
                       serialize_tensors(moments, {{"step", std::to_string(optimizer.steps())}}));
   }
-  write_file_atomic(tmp / "rng.safetensors", serialize_tensors(generator_states()));
+  write_file_atomic(tmp / "rng.safetensors", serialize_tensors(generator_states(run_device(adapters))));
   json ts = {{"format", 1},
              {"step", state.step},
              {"total_steps", state.total_steps},
@@ -318,8 +326,8 @@ void load_state_tensors(const fs::path& dir, LoraAdapters& adapters, AdamW& opti
     std::lock_guard<std::mutex> lock(cpu.mutex());
     cpu.set_state(tensor_from_checkpoint(rng, rng.at("cpu")).clone());
   }
-  if (rng.find("cuda") && at::hasCUDA()) {
-    auto cuda = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
+  if (const at::Device device = run_device(adapters); rng.find("cuda") && device.is_cuda()) {
+    auto cuda = at::globalContext().defaultGenerator(device);
     std::lock_guard<std::mutex> lock(cuda.mutex());
     cuda.set_state(tensor_from_checkpoint(rng, rng.at("cuda")).clone());
   }
