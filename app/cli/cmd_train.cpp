@@ -341,8 +341,7 @@ int run_train(forja::cli::Args& args) {
 
 FORJA_CLI_COMMAND(
     train, "Fine-tune a model with LoRA, headless (resumes from its last checkpoint)",
-    "train <config.json|yaml> [--pull] [--json-progress] [--journal PATH | --no-journal] [--nproc N | --gpus "
-    "N "
+    "train <config.json|yaml> [--pull] [--json-progress] [--journal PATH | --no-journal] [--nproc N | --gpus N "
     "[--nnodes N --node-rank R --master-addr HOST --master-port PORT]]\n"
     "       forja-cli train --print-config --model DIR --train-file FILE   (a complete commented YAML "
     "config)\n"

@@ -2129,6 +2129,10 @@ commit %2%3</translation>
         <translation>Pausado no passo %1 com um checkpoint. Retomar continua a partir dele.</translation>
     </message>
     <message>
+        <source>Run %1 after %2 steps. Adapter: %3</source>
+        <translation>Execução %1 após %2 passos. Adaptador: %3</translation>
+    </message>
+    <message>
         <source>Run %1 after %2 steps on %3. Adapter: %4</source>
         <translation>Execução %1 após %2 passos em %3. Adaptador: %4</translation>
     </message>

@@ -520,14 +520,16 @@ QString TrainPane::outcome_text(const QString& outcome) {
 
 void TrainPane::on_finished(const QJsonObject& r) {
   const QString outcome = r.value(QStringLiteral("outcome")).toString();
+  const QString steps = QString::number(r.value(QStringLiteral("steps")).toInteger());
+  const QString adapter = QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString());
+  // A worker from before the done line named its device says nothing of it.
+  const QString device = r.value(QStringLiteral("device")).toString();
   status_->setText(outcome == QLatin1String("paused")
-                       ? tr("Paused at step %1 with a checkpoint. Resume continues from it.")
-                             .arg(r.value(QStringLiteral("steps")).toInteger())
+                       ? tr("Paused at step %1 with a checkpoint. Resume continues from it.").arg(steps)
+                   : device.isEmpty()
+                       ? tr("Run %1 after %2 steps. Adapter: %3").arg(outcome_text(outcome), steps, adapter)
                        : tr("Run %1 after %2 steps on %3. Adapter: %4")
-                             .arg(outcome_text(outcome))
-                             .arg(r.value(QStringLiteral("steps")).toInteger())
-                             .arg(device_display_name(r.value(QStringLiteral("device")).toString()))
-                             .arg(QDir::toNativeSeparators(r.value(QStringLiteral("adapter")).toString())));
+                             .arg(outcome_text(outcome), steps, device_display_name(device), adapter));
   log(tr("worker: %1").arg(outcome));
   const QJsonObject oom = r.value(QStringLiteral("out_of_memory")).toObject();
   if (!oom.isEmpty()) {

@@ -105,15 +105,13 @@ struct Finding {
   Severity severity = Severity::info;
   std::string problem;  // one sentence: what is wrong
   std::string fix;      // one sentence: what to do
-  // The same sentences as English templates with %1, %2 … and what fills them (versions, names, paths), so
-  // that the window can say them in its own language; problem == fill_template(problem_template,
-  // problem_args).
+  // The same sentences as English templates with %1, %2 … and what fills them (versions, names, paths), so that
+  // the window can say them in its own language; problem == fill_template(problem_template, problem_args).
   std::string problem_template, fix_template;
   std::vector<std::string> problem_args, fix_args;
 };
 
-// `tmpl` with each %1 … %9 replaced by args[0] … args[8], in one pass (an argument's own "%1" stays as it
-// is).
+// `tmpl` with each %1 … %9 replaced by args[0] … args[8], in one pass (an argument's own "%1" stays as it is).
 std::string fill_template(const std::string& tmpl, const std::vector<std::string>& args);
 
 // Between two GPUs CUDA lists (CUDA indices): whether `from` reaches `to`'s memory directly.
