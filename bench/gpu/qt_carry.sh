@@ -59,8 +59,7 @@ qt_carry_pack() {
     done
   done
   # Every shared library the toolkit needs, except the C and C++ runtimes, which the GPU machine has in newer
-  # versions.
-  # (ldd fails on the scripts among the tools: those have nothing to add.)
+  # versions (ldd fails on the scripts among the tools: those have nothing to add).
   { find "$root" -type f \( -name '*.so*' -o -path '*/libexec/*' -o -name lrelease \) -print0 |
       xargs -0 ldd 2>/dev/null || true; } |
     awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |

@@ -3,7 +3,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "env/nvml_api.h"
 #include "env/ring_buffer.h"
@@ -35,6 +37,7 @@ struct Monitor::Impl {
   std::thread thread;
   std::chrono::steady_clock::time_point started;
   uint64_t sequence = 0;
+  std::vector<std::string> names;  // by NVML index: a card's name never changes, so it is read once
 
   explicit Impl(MonitorOptions o)
       : options(std::move(o)),
@@ -56,7 +59,9 @@ struct Monitor::Impl {
         if (nvml.DeviceGetHandleByIndex(i, &dev) != nvml::kSuccess) continue;
         GpuSample g;
         g.index = static_cast<int>(i);
-        g.name = nvml::device_string(nvml.DeviceGetName, dev);
+        if (names.size() <= i) names.resize(i + 1);
+        if (names[i].empty()) names[i] = nvml::device_string(nvml.DeviceGetName, dev);
+        g.name = names[i];
         nvml::Memory mem{};
         if (nvml.DeviceGetMemoryInfo && nvml.DeviceGetMemoryInfo(dev, &mem) == nvml::kSuccess) {
           g.memory_used = mem.used;

@@ -10,8 +10,6 @@
 
 namespace forja::env {
 
-TorchInfo probe_torch();
-
 // Reads at::show_config()'s text ("CUDA Runtime 12.8", "NVCC architecture flags: -gencode;…", "CuDNN 91.0.2",
 // "Build settings: … CUDA_VERSION=12.8, CUDNN_VERSION=9.8.0, …") into `info`.
 void parse_torch_config(const std::string& text, TorchInfo& info);

@@ -55,9 +55,7 @@ void use_no_driver() {
 // LibTorch built with CUDA reaches the machine's real driver past the fake one, so its conclusions are not
 // the script's: test_gpu_window checks that build's Doctor on the real GPU.
 bool libtorch_has_cuda() {
-  forja::env::ProbeOptions options;
-  options.probe_nvcc = false;
-  return forja::env::probe(options).torch.built_with_cuda;
+  return forja::env::probe_torch().built_with_cuda;
 }
 constexpr const char* kCpuOnlyScenario =
     "this scenario is a CPU-only LibTorch's view of the scripted driver; this LibTorch has CUDA";

@@ -135,6 +135,8 @@ struct Report {
 
 // Looks at the machine; never throws for a missing driver or GPU (that is a finding, not an error).
 Report probe(const ProbeOptions& options = {});
+// Only what LibTorch says about itself (probe()'s `torch`), without the driver, NVML or the toolkit.
+TorchInfo probe_torch();
 
 // The advice rules over a report; pure, so a report can be edited and advised again.
 std::vector<Finding> advise(const Report& report);
