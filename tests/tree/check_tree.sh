@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two rules about the tree that no compiler checks:
+# Two rules about the tree, over every tracked file (the build checks the second only in what it compiles):
 #  1. No tracked file names a machine (absolute home or work paths, the team's shared folder) or tells history
 #     by issue number: the repository must read the same on any clone.
 #  2. The public API is the only door into the engine: app/, ui/ and the window's suites include the engine
