@@ -106,6 +106,10 @@ int launch_training(const forja::cli::Args& args, const std::string& config_path
     throw forja::Error(
         "this build of forja-cli has no NCCL process group, so --gpus cannot be used",
         "Build with a LibTorch that has CUDA and NCCL's headers, or train on CPUs with --nproc.");
+  if (!o.gpus && !forja::dist::has_gloo())
+    throw forja::Error(
+        "this build of forja-cli has no Gloo process group, so --nproc cannot be used",
+        "Train on GPUs with --gpus, or build with a LibTorch that has Gloo (Debian: libgloo-dev).");
   o.nnodes = count_option(args, "nnodes", 1, 1);
   o.node_rank = count_option(args, "node-rank", 0, 0);
   o.master_addr = args.option_or("master-addr", "127.0.0.1");

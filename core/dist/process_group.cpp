@@ -93,6 +93,10 @@ bool has_nccl() {
   return compat::kHasNccl;
 }
 
+bool has_gloo() {
+  return compat::kHasGloo;
+}
+
 std::optional<DataParallelWorker> join_data_parallel_run(TrainConfig& config) {
   const auto env = dist_env_from_environment();
   if (!env) return std::nullopt;

@@ -65,6 +65,8 @@ int free_local_port();
 
 // True when this build has the NCCL process group (LibTorch with CUDA and NCCL's headers).
 bool has_nccl();
+// True when this build has the Gloo process group (ranks on CPUs; the PyTorch wheel ships no Gloo headers).
+bool has_gloo();
 
 // This process's place in a data-parallel run, joined.
 struct DataParallelWorker {
