@@ -187,6 +187,19 @@ void TestGpuPanes::gpuPanePlotsLiveSamples() {
   QVERIFY2(table->item(0, 1)->text().startsWith(QString::number(::getpid())),
            qPrintable(table->item(0, 1)->text()));
   QCOMPARE(table->item(0, 2)->text(), forja::ui::format_bytes(512LL * 1024 * 1024));
+
+  // Samples taken while another pane is shown are drawn as soon as the GPU pane is back, not a sampling
+  // interval later: with the sampler slowed to 10 s, no new sample can be what redraws the plot.
+  window_->show_pane(PaneId::Train);
+  const int before = pane->plotted_points(0);
+  QTRY_VERIFY_WITH_TIMEOUT(pane->plotted_points(0) >= before + 2, 10000);
+  interval->setValue(10000);
+  QTest::qWait(150);  // a sample already under way lands before the count below
+  const int hidden = pane->plotted_points(0);
+  QSignalSpy replotted(plot, &QCustomPlot::afterReplot);
+  window_->show_pane(PaneId::Gpu);
+  QTRY_VERIFY_WITH_TIMEOUT(!replotted.isEmpty(), 2000);
+  QCOMPARE(pane->plotted_points(0), hidden);
 }
 
 void TestGpuPanes::gpuPaneWithoutDriverSaysSo() {

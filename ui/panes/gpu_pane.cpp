@@ -156,6 +156,13 @@ int GpuPane::plotted_points(int index) const {
   return it == plots_.end() ? -1 : (*it)->graph(0)->dataCount();
 }
 
+// Hidden, the plots take samples without drawing them: shown again, they draw what came meanwhile at once,
+// not at the next sample (up to the sampling interval later).
+void GpuPane::showEvent(QShowEvent* event) {
+  Pane::showEvent(event);
+  for (QCustomPlot* plot : plots_) plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void GpuPane::changeEvent(QEvent* event) {
   Pane::changeEvent(event);
   if (event->type() == QEvent::PaletteChange)

@@ -36,6 +36,7 @@ class GpuPane : public Pane {
 
  protected:
   void changeEvent(QEvent* event) override;
+  void showEvent(QShowEvent* event) override;
 
  private:
   void add_sample(const forja::env::Sample& sample);
