@@ -13,11 +13,9 @@
 #include "forja/error.h"
 #include "forja/file_util.h"
 #include "forja/generate.h"
+#include "generation_args.h"
 
 namespace forja::cli {
-
-EngineOptions engine_options_from(const Args& args);        // cmd_generate.cpp
-GenerationConfig generation_config_from(const Args& args);  // cmd_generate.cpp
 
 namespace {
 

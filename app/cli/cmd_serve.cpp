@@ -12,10 +12,9 @@
 #include "forja/error.h"
 #include "forja/hub.h"
 #include "forja/serve.h"
+#include "generation_args.h"
 
 namespace forja::cli {
-
-EngineOptions engine_options_from(const Args& args);  // cmd_generate.cpp
 
 namespace {
 
