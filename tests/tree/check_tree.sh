@@ -3,7 +3,7 @@
 #  1. No tracked file names a machine (absolute home or work paths, the team's shared folder) or tells history
 #     by issue number: the repository must read the same on any clone.
 #  2. The public API is the only door into the engine: app/, ui/ and the window's suites include the engine
-#     only through core/include/forja/*.h (besides their own headers). app/cli/bench_kernels.cpp is the one
+#     only through core/include/forja/*.h (besides their own headers), and no LibTorch header at all. app/cli/bench_kernels.cpp is the one
 #     exception, named here: it times the CUDA kernels layer itself (kernels/fused's C API), below the engine.
 set -euo pipefail
 cd "${1:-$(dirname "$0")/../..}"
@@ -47,6 +47,10 @@ for f in "${files[@]}"; do
     esac
     leaks+="$f: #include \"$inc\""$'\n'
   done < <(sed -nE 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/p' "$f")
+  # LibTorch stays behind the public API too (its headers are on these targets' include path for linking).
+  while IFS= read -r inc; do
+    leaks+="$f: #include <$inc>"$'\n'
+  done < <(sed -nE 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<((torch|ATen|c10)\/[^>]+)>.*/\1/p' "$f")
 done
 if [[ -n "$leaks" ]]; then
   echo "Engine headers outside the public API (add what is needed to core/include/forja/ instead):"
